@@ -1,0 +1,203 @@
+//! Where a broker's sockets live: an address, and the side of it this process takes.
+//!
+//! The side is a type parameter, so what a subscription may do with its copies (send them to its
+//! own listener, or be told where they go) is settled at compile time.
+
+use std::{fmt, marker::PhantomData};
+
+use ruststream::{AddressedCopies, CopyPath, NamedCopies};
+
+use crate::error::ZmqError;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Bound {}
+    impl Sealed for super::Dialing {}
+}
+
+/// The side of an endpoint this process takes: [`Bound`] listens, [`Dialing`] connects.
+///
+/// Sealed: the two sides are all there is, and the retry routing of every pattern is written
+/// against them.
+pub trait Side: sealed::Sealed + Send + Sync + 'static {
+    /// `true` where this process listens on the address.
+    const BINDS: bool;
+    /// The word logs and errors use for the side.
+    const NAME: &'static str;
+    /// What a queue or fan-out subscription on this side declares about its retry copies:
+    /// [`AddressedCopies`] on a bound endpoint (they go to its own listener), [`NamedCopies`] on
+    /// a dialing one (the mount site names where).
+    type Copies: CopyPath;
+    /// The state a queue or fan-out subscription builder starts in: [`Ready`] on a bound endpoint,
+    /// [`WantsRetryDestination`] on a dialing one.
+    type Fresh: Send + Sync + 'static;
+}
+
+/// A subscription builder that is complete: it can be mounted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Ready;
+
+/// A subscription builder that still has to be told where its retry copies go: call
+/// `.out_retry(destination)` on it (or on the `#[subscriber]` definition) to move it to [`Ready`].
+///
+/// ```
+/// use ruststream_zmq::{Dialing, QueueSubscription};
+///
+/// let payments = QueueSubscription::<Dialing>::new("payments")
+///     .out_retry("payments.retry@tcp://127.0.0.1:5556");
+/// # let _ = payments;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct WantsRetryDestination;
+
+/// The side of an endpoint this process listens on ([`ZmqEndpoint::bind`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Bound;
+
+/// The side of an endpoint this process connects to ([`ZmqEndpoint::dial`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Dialing;
+
+impl Side for Bound {
+    const BINDS: bool = true;
+    const NAME: &'static str = "bound";
+    type Copies = AddressedCopies;
+    type Fresh = Ready;
+}
+
+impl Side for Dialing {
+    const BINDS: bool = false;
+    const NAME: &'static str = "dialing";
+    type Copies = NamedCopies;
+    type Fresh = WantsRetryDestination;
+}
+
+/// A ZeroMQ address (`tcp://host:port` or `ipc://path`) and the side this process takes on it.
+///
+/// Construction records the address and does no I/O; the address is checked when the broker
+/// connects, and a scheme other than `tcp://` or `ipc://` is refused there with an error naming it.
+///
+/// # Examples
+///
+/// ```
+/// use ruststream_zmq::{Bound, Dialing, ZmqEndpoint};
+///
+/// let listen: ZmqEndpoint<Bound> = ZmqEndpoint::bind("tcp://127.0.0.1:0");
+/// let upstream: ZmqEndpoint<Dialing> = ZmqEndpoint::dial("tcp://127.0.0.1:5555");
+/// assert_eq!(upstream.address(), "tcp://127.0.0.1:5555");
+/// # let _ = listen;
+/// ```
+pub struct ZmqEndpoint<S: Side> {
+    address: String,
+    side: PhantomData<fn() -> S>,
+}
+
+impl ZmqEndpoint<Bound> {
+    /// An endpoint this process listens on. Port `0` picks a free port when the service starts;
+    /// the broker reports the real address once it has.
+    #[must_use]
+    pub fn bind(address: impl Into<String>) -> Self {
+        Self::new(address.into())
+    }
+}
+
+impl ZmqEndpoint<Dialing> {
+    /// An endpoint this process connects to; the peer listens there.
+    #[must_use]
+    pub fn dial(address: impl Into<String>) -> Self {
+        Self::new(address.into())
+    }
+}
+
+impl<S: Side> ZmqEndpoint<S> {
+    fn new(address: String) -> Self {
+        Self {
+            address,
+            side: PhantomData,
+        }
+    }
+
+    /// The address as it was given.
+    #[must_use]
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Refuses an address the sockets cannot use, naming it and what is accepted.
+    pub(crate) fn checked(&self) -> Result<&str, ZmqError> {
+        check_address(&self.address)?;
+        Ok(&self.address)
+    }
+}
+
+/// Whether `address` is one the sockets accept: `tcp://host:port` or `ipc://path`.
+pub(crate) fn check_address(address: &str) -> Result<(), ZmqError> {
+    let accepted = address.strip_prefix("tcp://").is_some_and(|rest| {
+        rest.rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+    }) || address
+        .strip_prefix("ipc://")
+        .is_some_and(|path| !path.is_empty());
+    if accepted {
+        Ok(())
+    } else {
+        Err(ZmqError::UnsupportedEndpoint {
+            endpoint: address.to_owned(),
+        })
+    }
+}
+
+impl<S: Side> Clone for ZmqEndpoint<S> {
+    fn clone(&self) -> Self {
+        Self::new(self.address.clone())
+    }
+}
+
+impl<S: Side> fmt::Debug for ZmqEndpoint<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZmqEndpoint")
+            .field("address", &self.address)
+            .field("side", &S::NAME)
+            .finish()
+    }
+}
+
+impl<S: Side> fmt::Display for ZmqEndpoint<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.address, S::NAME)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_and_ipc_addresses_are_accepted() {
+        for ok in [
+            "tcp://127.0.0.1:0",
+            "tcp://0.0.0.0:5555",
+            "tcp://localhost:1",
+            "ipc:///tmp/x.sock",
+        ] {
+            assert!(check_address(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn other_schemes_are_refused_naming_the_endpoint() {
+        for bad in [
+            "inproc://x",
+            "udp://1.2.3.4:5",
+            "tcp://nohost",
+            "tcp://:5",
+            "127.0.0.1:5555",
+            "ipc://",
+            "",
+        ] {
+            let err = check_address(bad).unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+            assert!(err.contains("tcp://") && err.contains("ipc://"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The crate's one error type. Each message says what failed, where, and what fixes it.
+
+use std::error::Error as StdError;
+
+/// A boxed error of the socket client, kept opaque so that the client stays behind one module.
+pub type SocketFault = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Everything that can fail in this transport.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ZmqError {
+    /// An address the sockets cannot use.
+    #[error(
+        "endpoint `{endpoint}` is not an address the ZeroMQ sockets accept: use `tcp://host:port` \
+         (port 0 picks a free one on a bound endpoint) or `ipc://path`"
+    )]
+    UnsupportedEndpoint {
+        /// The address as given.
+        endpoint: String,
+    },
+
+    /// Binding the listener failed.
+    #[error(
+        "binding `{endpoint}` failed: {source}; is another process (or subscription) listening there?"
+    )]
+    Bind {
+        /// The address.
+        endpoint: String,
+        /// The client's answer.
+        #[source]
+        source: SocketFault,
+    },
+
+    /// Opening a socket toward a peer failed.
+    #[error("connecting to `{endpoint}` failed: {source}")]
+    Connect {
+        /// The address.
+        endpoint: String,
+        /// The client's answer.
+        #[source]
+        source: SocketFault,
+    },
+
+    /// A second subscription on one bound queue endpoint: a PULL socket takes every message, so
+    /// two subscriptions could not tell theirs apart.
+    #[error(
+        "subscription `{requested}` cannot open on `{endpoint}`: subscription `{existing}` already \
+         binds it, and a bound queue endpoint carries one subscription; give `{requested}` an \
+         endpoint of its own (another `ZmqQueue`)"
+    )]
+    SecondSubscription {
+        /// The bound address.
+        endpoint: String,
+        /// The subscription that binds it.
+        existing: String,
+        /// The subscription that was refused.
+        requested: String,
+    },
+
+    /// A publish whose destination would land on a subscription other than the one it names.
+    #[error(
+        "publish to `{destination}` refused: `{endpoint}` is the listener of subscription \
+         `{subscription}` in this process, so the message would reach `{subscription}` instead; \
+         send it to another endpoint (`{destination}@tcp://host:port`)"
+    )]
+    WouldLoopBack {
+        /// The destination the publish named.
+        destination: String,
+        /// The subscription bound on the endpoint.
+        subscription: String,
+        /// The endpoint.
+        endpoint: String,
+    },
+
+    /// A destination string that does not parse.
+    #[error("destination `{destination}` is not valid: {why}")]
+    InvalidDestination {
+        /// The destination as given.
+        destination: String,
+        /// What is wrong with it.
+        why: String,
+    },
+
+    /// A header the wire format cannot carry.
+    #[error("header `{header}` cannot be sent: {why}; headers travel as `name: value` lines")]
+    InvalidHeader {
+        /// The header's name.
+        header: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+
+    /// A handle used after its broker shut down.
+    #[error(
+        "{what} used after its broker shut down; publish through a handle of the running broker"
+    )]
+    ShutDown {
+        /// What was used: a publisher, a subscription.
+        what: &'static str,
+    },
+
+    /// Sending failed in the client.
+    #[error("sending to `{endpoint}` failed: {source}")]
+    Send {
+        /// The address.
+        endpoint: String,
+        /// The client's answer.
+        #[source]
+        source: SocketFault,
+    },
+
+    /// A `zmq-reply:` address that does not name a peer of this responder.
+    #[error("reply address `{address}` is not valid: {why}")]
+    ReplyAddress {
+        /// The address as given.
+        address: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+
+    /// A request that got no answer in time.
+    #[error("request to `{destination}` got no answer within {timeout:?}")]
+    RequestTimeout {
+        /// Where the request went.
+        destination: String,
+        /// The timeout that ran out.
+        timeout: std::time::Duration,
+    },
+}

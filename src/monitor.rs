@@ -1,0 +1,95 @@
+//! What a running broker reports: the address it listens on and what it refused.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use crate::wire::Refusal;
+
+/// A handle on a broker's live figures, taken before the broker moves into the app.
+///
+/// # Examples
+///
+/// ```
+/// use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+///
+/// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+/// let monitor = broker.monitor();
+/// assert_eq!(monitor.bound_address(), None); // known once the service has started
+/// assert_eq!(monitor.refused(), 0);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ZmqMonitor {
+    inner: Arc<Figures>,
+}
+
+#[derive(Debug, Default)]
+struct Figures {
+    bound_address: Mutex<Option<String>>,
+    refused: AtomicU64,
+    sent: AtomicU64,
+    by_rule: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+impl ZmqMonitor {
+    /// The address the broker's subscription listens on, port resolved; `None` before it binds.
+    #[must_use]
+    pub fn bound_address(&self) -> Option<String> {
+        self.inner
+            .bound_address
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many messages from peers were refused, all rules together.
+    #[must_use]
+    pub fn refused(&self) -> u64 {
+        self.inner.refused.load(Ordering::Relaxed)
+    }
+
+    /// How many were refused under one rule ([`Refusal::rule`], such as `"max-header-lines"`).
+    #[must_use]
+    pub fn refused_by(&self, rule: &str) -> u64 {
+        self.inner
+            .by_rule
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(rule)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// How many messages this broker's publishers handed to a socket (retry copies included).
+    #[must_use]
+    pub fn sent(&self) -> u64 {
+        self.inner.sent.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_sent(&self) {
+        self.inner.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_bound_address(&self, address: Option<String>) {
+        *self
+            .inner
+            .bound_address
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = address;
+    }
+
+    pub(crate) fn count_refusal(&self, refusal: &Refusal) {
+        self.inner.refused.fetch_add(1, Ordering::Relaxed);
+        *self
+            .inner
+            .by_rule
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(refusal.rule())
+            .or_default() += 1;
+    }
+}

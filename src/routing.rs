@@ -1,0 +1,222 @@
+//! Where a publish goes, and what is refused: pure decisions over plain values.
+//!
+//! The seeds' rule for copies: a bound subscription's copies reach its own listener; a dialing
+//! one (or a responder) must be told where they go. The types carry the first half (which
+//! subscription declares which copies); this module decides, per publish, which socket a message
+//! leaves through and refuses the one that would land on the wrong subscription.
+
+use crate::error::ZmqError;
+
+/// A destination as a publish names it: `name`, or `name@tcp://host:port` / `name@ipc://path`
+/// to leave through a socket dialing that endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Destination<'a> {
+    /// What frame 0 carries.
+    pub name: &'a str,
+    /// The endpoint named after `@`, if any.
+    pub endpoint: Option<&'a str>,
+}
+
+impl<'a> Destination<'a> {
+    /// Splits `name@endpoint` at the last `@` that a `tcp://` or `ipc://` address follows; a name
+    /// with any other `@` stays whole.
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::InvalidDestination`] for an empty name, or an endpoint the sockets cannot use.
+    pub fn parse(destination: &'a str) -> Result<Self, ZmqError> {
+        let split = destination
+            .rmatch_indices('@')
+            .map(|(at, _)| at)
+            .find(|&at| {
+                let rest = &destination[at + 1..];
+                rest.starts_with("tcp://") || rest.starts_with("ipc://")
+            });
+        let (name, endpoint) = match split {
+            Some(at) => (&destination[..at], Some(&destination[at + 1..])),
+            None => (destination, None),
+        };
+        let invalid = |why: String| ZmqError::InvalidDestination {
+            destination: destination.to_owned(),
+            why,
+        };
+        if name.is_empty() {
+            return Err(invalid("the name before `@` is empty".to_owned()));
+        }
+        if let Some(endpoint) = endpoint {
+            crate::endpoint::check_address(endpoint).map_err(|err| invalid(err.to_string()))?;
+        }
+        Ok(Self { name, endpoint })
+    }
+}
+
+/// How a subscription's listener picks its messages: a queue takes every one, a fan-out those
+/// under its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// A PULL reads everything, so only a message under its own name belongs there.
+    Exact,
+    /// A SUB reads what starts with its prefix.
+    Prefix,
+}
+
+impl Admission {
+    /// Whether a message named `name` published to the listener of `subscription` reaches it
+    /// as a message of its own.
+    #[must_use]
+    pub fn admits(self, subscription: &str, name: &str) -> bool {
+        match self {
+            Self::Exact => name == subscription,
+            Self::Prefix => name.starts_with(subscription),
+        }
+    }
+}
+
+/// A subscription this process binds on the broker's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener<'a> {
+    /// Its name (the fan-out's prefix).
+    pub subscription: &'a str,
+    /// The address it listens on, port resolved.
+    pub address: &'a str,
+}
+
+/// What a broker knows about its own endpoint when a publish asks where to go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnEndpoint<'a> {
+    /// The address as configured.
+    pub address: &'a str,
+    /// Whether this process binds it.
+    pub binds: bool,
+    /// The subscription listening on it in this process, if one does.
+    pub listener: Option<Listener<'a>>,
+    /// How that listener picks its messages.
+    pub admission: Admission,
+}
+
+/// The socket a publish leaves through.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A socket dialing this address.
+    Dial(String),
+    /// A socket listening on this address, for peers that dial in.
+    Bind(String),
+}
+
+/// Decides the socket for a publish to `destination` from a broker whose endpoint is `own`.
+///
+/// # Errors
+///
+/// [`ZmqError::WouldLoopBack`] when the message would reach a subscription of this process that
+/// it does not name: the dead letter of a bound queue aimed at its own endpoint is the case the
+/// seeds name.
+pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Target, ZmqError> {
+    let lands_on_listener = own.listener.filter(|listener| match destination.endpoint {
+        None => own.binds,
+        Some(endpoint) => endpoint == listener.address || endpoint == own.address,
+    });
+    if let Some(listener) = lands_on_listener {
+        if !own
+            .admission
+            .admits(listener.subscription, destination.name)
+        {
+            return Err(ZmqError::WouldLoopBack {
+                destination: destination.name.to_owned(),
+                subscription: listener.subscription.to_owned(),
+                endpoint: listener.address.to_owned(),
+            });
+        }
+        return Ok(Target::Dial(listener.address.to_owned()));
+    }
+    Ok(match destination.endpoint {
+        Some(endpoint) => Target::Dial(endpoint.to_owned()),
+        None if own.binds => Target::Bind(own.address.to_owned()),
+        None => Target::Dial(own.address.to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound_queue<'a>(listener: Option<Listener<'a>>) -> OwnEndpoint<'a> {
+        OwnEndpoint {
+            address: "tcp://0.0.0.0:0",
+            binds: true,
+            listener,
+            admission: Admission::Exact,
+        }
+    }
+
+    const PAYMENTS: Listener<'static> = Listener {
+        subscription: "payments",
+        address: "tcp://0.0.0.0:5555",
+    };
+
+    #[test]
+    fn a_destination_splits_at_the_endpoint_it_names() {
+        let d = Destination::parse("payments.retry@tcp://127.0.0.1:5556").unwrap();
+        assert_eq!(
+            (d.name, d.endpoint),
+            ("payments.retry", Some("tcp://127.0.0.1:5556"))
+        );
+        let d = Destination::parse("user@example").unwrap();
+        assert_eq!((d.name, d.endpoint), ("user@example", None));
+        assert!(Destination::parse("@tcp://127.0.0.1:1").is_err());
+        assert!(Destination::parse("x@tcp://nohost").is_err());
+    }
+
+    #[test]
+    fn a_bound_queue_copy_goes_to_its_own_listener() {
+        let own = bound_queue(Some(PAYMENTS));
+        let target = route(&own, &Destination::parse("payments").unwrap()).unwrap();
+        assert_eq!(target, Target::Dial("tcp://0.0.0.0:5555".into()));
+    }
+
+    #[test]
+    fn a_bound_queue_refuses_a_dead_letter_into_its_own_endpoint() {
+        let own = bound_queue(Some(PAYMENTS));
+        for dest in [
+            "payments.dead",
+            "payments.dead@tcp://0.0.0.0:5555",
+            "x@tcp://0.0.0.0:0",
+        ] {
+            let err = route(&own, &Destination::parse(dest).unwrap()).unwrap_err();
+            assert!(matches!(err, ZmqError::WouldLoopBack { .. }), "{dest}");
+        }
+        let elsewhere = route(
+            &own,
+            &Destination::parse("payments.dead@tcp://127.0.0.1:6000").unwrap(),
+        );
+        assert_eq!(
+            elsewhere.unwrap(),
+            Target::Dial("tcp://127.0.0.1:6000".into())
+        );
+    }
+
+    #[test]
+    fn a_bound_endpoint_with_no_listener_binds_and_a_dialing_one_dials() {
+        let own = bound_queue(None);
+        assert_eq!(
+            route(&own, &Destination::parse("jobs").unwrap()).unwrap(),
+            Target::Bind("tcp://0.0.0.0:0".into())
+        );
+        let dialing = OwnEndpoint {
+            address: "tcp://127.0.0.1:1",
+            binds: false,
+            listener: None,
+            admission: Admission::Exact,
+        };
+        assert_eq!(
+            route(&dialing, &Destination::parse("jobs").unwrap()).unwrap(),
+            Target::Dial("tcp://127.0.0.1:1".into())
+        );
+    }
+
+    #[test]
+    fn a_fanout_listener_admits_names_under_its_prefix() {
+        assert!(Admission::Prefix.admits("orders", "orders.eu"));
+        assert!(!Admission::Prefix.admits("orders", "invoices"));
+        assert!(!Admission::Exact.admits("orders", "orders.eu"));
+    }
+}

@@ -1,0 +1,514 @@
+//! The wire contract: one multipart message per delivery, `[name][headers][payload]`.
+//!
+//! Decoding is a pure function of the frames and the [`WireLimits`]; it never panics and answers
+//! every malformed or oversized message with a [`Refusal`] naming the rule it broke. The header
+//! limits are checked before any header map is built, because the framework's map scans on every
+//! insert and a frame of many lines would otherwise cost its square.
+
+use std::fmt;
+
+use ruststream::{Bytes, HeaderMap, Str};
+
+use crate::error::ZmqError;
+
+/// One message as the sockets carry it: its frames, in order.
+pub type Frames = Vec<Bytes>;
+
+/// What a broker accepts from a peer. Every message over a limit is refused with a warning and
+/// counted; the next good message is delivered as usual.
+///
+/// The `zeromq` client reads each frame whole before these limits can act, and reserves the
+/// length a peer announces: keep the service behind a network boundary that only trusted peers
+/// cross (see the README's limits).
+///
+/// # Examples
+///
+/// ```
+/// use ruststream_zmq::WireLimits;
+///
+/// let limits = WireLimits::default().max_message_bytes(1 << 20).max_header_lines(32);
+/// assert_eq!(limits.message_bytes(), 1 << 20);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireLimits {
+    message_bytes: usize,
+    header_bytes: usize,
+    header_lines: usize,
+    frames: usize,
+}
+
+impl Default for WireLimits {
+    /// 8 MiB a message, 64 KiB and 128 lines of headers, 8 frames.
+    fn default() -> Self {
+        Self {
+            message_bytes: 8 << 20,
+            header_bytes: 64 << 10,
+            header_lines: 128,
+            frames: 8,
+        }
+    }
+}
+
+impl WireLimits {
+    /// Caps the bytes of all frames of one message together.
+    #[must_use]
+    pub const fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.message_bytes = bytes;
+        self
+    }
+
+    /// Caps the bytes of the headers frame.
+    #[must_use]
+    pub const fn max_header_bytes(mut self, bytes: usize) -> Self {
+        self.header_bytes = bytes;
+        self
+    }
+
+    /// Caps the lines of the headers frame.
+    #[must_use]
+    pub const fn max_header_lines(mut self, lines: usize) -> Self {
+        self.header_lines = lines;
+        self
+    }
+
+    /// Caps the frames of one message, counted before anything else is read.
+    #[must_use]
+    pub const fn max_frames(mut self, frames: usize) -> Self {
+        self.frames = frames;
+        self
+    }
+
+    /// The cap on the bytes of one message.
+    #[must_use]
+    pub const fn message_bytes(&self) -> usize {
+        self.message_bytes
+    }
+
+    /// The cap on the bytes of the headers frame.
+    #[must_use]
+    pub const fn header_bytes(&self) -> usize {
+        self.header_bytes
+    }
+
+    /// The cap on the lines of the headers frame.
+    #[must_use]
+    pub const fn header_lines(&self) -> usize {
+        self.header_lines
+    }
+
+    /// The cap on the frames of one message.
+    #[must_use]
+    pub const fn frames(&self) -> usize {
+        self.frames
+    }
+}
+
+/// A message read off the wire, before the framework sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// Frame 0: the name the sender published under.
+    pub name: Str,
+    /// Frame 1, parsed; values are slices of the frame.
+    pub headers: HeaderMap,
+    /// The codec's bytes, untouched.
+    pub payload: Bytes,
+}
+
+/// Why a message from a peer was refused: the rule, and the sizes that broke it.
+///
+/// Each variant's fields are what was seen (`frames`, `bytes`, `lines`, `line`) and the limit it
+/// broke (`limit`, `most`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub enum Refusal {
+    /// A message with no frames at all.
+    NoFrames,
+    /// More frames than [`WireLimits::max_frames`].
+    TooManyFrames { frames: usize, limit: usize },
+    /// More frames than the format has (three on the one-way patterns).
+    UnknownShape { frames: usize, most: usize },
+    /// A lone frame where the pattern needs a name (the fan-out filters on it).
+    LoneFrame,
+    /// More bytes than [`WireLimits::max_message_bytes`].
+    MessageTooLarge { bytes: usize, limit: usize },
+    /// A headers frame over [`WireLimits::max_header_bytes`].
+    HeadersTooLarge { bytes: usize, limit: usize },
+    /// A headers frame of more lines than [`WireLimits::max_header_lines`].
+    TooManyHeaderLines { lines: usize, limit: usize },
+    /// A name frame that is not UTF-8.
+    NameNotUtf8 { bytes: usize },
+    /// A headers frame that is not UTF-8.
+    HeadersNotUtf8 { bytes: usize },
+    /// A header line with no `:` between name and value.
+    HeaderLineWithoutColon { line: usize },
+    /// A request with no identity frame in front (the ROUTER always adds one).
+    NoIdentity,
+}
+
+impl Refusal {
+    /// A short, stable word for the rule, used as a log field.
+    #[must_use]
+    pub const fn rule(&self) -> &'static str {
+        match self {
+            Self::NoFrames => "no-frames",
+            Self::TooManyFrames { .. } => "max-frames",
+            Self::UnknownShape { .. } => "frame-count",
+            Self::LoneFrame => "lone-frame",
+            Self::MessageTooLarge { .. } => "max-message-bytes",
+            Self::HeadersTooLarge { .. } => "max-header-bytes",
+            Self::TooManyHeaderLines { .. } => "max-header-lines",
+            Self::NameNotUtf8 { .. } => "name-utf8",
+            Self::HeadersNotUtf8 { .. } => "headers-utf8",
+            Self::HeaderLineWithoutColon { .. } => "header-colon",
+            Self::NoIdentity => "identity",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoFrames => f.write_str("a message with no frames"),
+            Self::TooManyFrames { frames, limit } => {
+                write!(f, "{frames} frames, over the limit of {limit}")
+            }
+            Self::UnknownShape { frames, most } => write!(
+                f,
+                "{frames} frames, where the format has at most {most} ([name][headers][payload])"
+            ),
+            Self::LoneFrame => f.write_str(
+                "a lone frame, where the fan-out needs [name][payload] or [name][headers][payload]",
+            ),
+            Self::MessageTooLarge { bytes, limit } => {
+                write!(f, "{bytes} bytes, over the limit of {limit} per message")
+            }
+            Self::HeadersTooLarge { bytes, limit } => {
+                write!(
+                    f,
+                    "a headers frame of {bytes} bytes, over the limit of {limit}"
+                )
+            }
+            Self::TooManyHeaderLines { lines, limit } => {
+                write!(
+                    f,
+                    "a headers frame of {lines} lines, over the limit of {limit}"
+                )
+            }
+            Self::NameNotUtf8 { bytes } => {
+                write!(f, "a name frame of {bytes} bytes that is not UTF-8")
+            }
+            Self::HeadersNotUtf8 { bytes } => {
+                write!(f, "a headers frame of {bytes} bytes that is not UTF-8")
+            }
+            Self::HeaderLineWithoutColon { line } => {
+                write!(f, "header line {line} has no `:` between name and value")
+            }
+            Self::NoIdentity => f.write_str("a request without the identity frame a ROUTER adds"),
+        }
+    }
+}
+
+/// Reads a one-way message: `[name][headers][payload]`, `[name][payload]`, or a lone payload
+/// where `lone_name` says which name it takes (the queue: the subscription's own).
+///
+/// # Errors
+///
+/// A [`Refusal`] naming the rule the frames break.
+pub fn decode(
+    frames: &[Bytes],
+    limits: &WireLimits,
+    lone_name: Option<&Str>,
+) -> Result<Inbound, Refusal> {
+    check_sizes(frames, limits)?;
+    match frames {
+        [] => Err(Refusal::NoFrames),
+        [payload] => match lone_name {
+            Some(name) => Ok(Inbound {
+                name: name.clone(),
+                headers: HeaderMap::new(),
+                payload: payload.clone(),
+            }),
+            None => Err(Refusal::LoneFrame),
+        },
+        [name, payload] => Ok(Inbound {
+            name: utf8_name(name)?,
+            headers: HeaderMap::new(),
+            payload: payload.clone(),
+        }),
+        [name, headers, payload] => {
+            // Decode the headers first: they carry the limits that matter most.
+            let headers = decode_headers(headers, limits)?;
+            Ok(Inbound {
+                name: utf8_name(name)?,
+                headers,
+                payload: payload.clone(),
+            })
+        }
+        _ => Err(Refusal::UnknownShape {
+            frames: frames.len(),
+            most: 3,
+        }),
+    }
+}
+
+/// The checks that need no parsing: the frame count and the total size.
+pub(crate) fn check_sizes(frames: &[Bytes], limits: &WireLimits) -> Result<(), Refusal> {
+    if frames.len() > limits.frames {
+        return Err(Refusal::TooManyFrames {
+            frames: frames.len(),
+            limit: limits.frames,
+        });
+    }
+    let bytes = frames
+        .iter()
+        .map(Bytes::len)
+        .fold(0usize, usize::saturating_add);
+    if bytes > limits.message_bytes {
+        return Err(Refusal::MessageTooLarge {
+            bytes,
+            limit: limits.message_bytes,
+        });
+    }
+    Ok(())
+}
+
+fn utf8_name(frame: &Bytes) -> Result<Str, Refusal> {
+    Str::from_inner(frame.clone()).map_err(|_| Refusal::NameNotUtf8 { bytes: frame.len() })
+}
+
+/// Parses `name: value` lines (`\n`, or `\r\n`) into a header map whose values borrow the frame.
+/// Sizes and line counts are checked before the first insert.
+pub(crate) fn decode_headers(frame: &Bytes, limits: &WireLimits) -> Result<HeaderMap, Refusal> {
+    if frame.len() > limits.header_bytes {
+        return Err(Refusal::HeadersTooLarge {
+            bytes: frame.len(),
+            limit: limits.header_bytes,
+        });
+    }
+    if frame.is_empty() {
+        return Ok(HeaderMap::new());
+    }
+    let lines = frame.iter().filter(|&&b| b == b'\n').count() + 1;
+    if lines > limits.header_lines {
+        return Err(Refusal::TooManyHeaderLines {
+            lines,
+            limit: limits.header_lines,
+        });
+    }
+    let text = Str::from_inner(frame.clone())
+        .map_err(|_| Refusal::HeadersNotUtf8 { bytes: frame.len() })?;
+    let mut headers = HeaderMap::with_capacity(lines);
+    let mut start = 0;
+    for (index, line) in text.split('\n').enumerate() {
+        let end = start + line.len();
+        let line_start = start;
+        start = end + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let colon = line
+            .find(':')
+            .ok_or(Refusal::HeaderLineWithoutColon { line: index + 1 })?;
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        let name_at = line_start + (name.len() - name.trim_start().len());
+        let name = text.slice(name_at..name_at + name.trim().len());
+        let value_at = line_start + colon + 1 + (value.len() - value.trim_start().len());
+        let value = frame.slice(value_at..value_at + value.trim().len());
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+/// Writes a one-way message: `[name][headers][payload]`, always three frames.
+///
+/// # Errors
+///
+/// [`ZmqError::InvalidHeader`] for a header the format cannot carry, naming it.
+pub fn encode(name: &str, headers: &HeaderMap, payload: Bytes) -> Result<Frames, ZmqError> {
+    Ok(vec![
+        Bytes::copy_from_slice(name.as_bytes()),
+        encode_headers(headers)?,
+        payload,
+    ])
+}
+
+/// Writes the headers frame, refusing what a reader could not read back the same.
+pub(crate) fn encode_headers(headers: &HeaderMap) -> Result<Bytes, ZmqError> {
+    if headers.is_empty() {
+        return Ok(Bytes::new());
+    }
+    let mut out = Vec::with_capacity(headers.iter().map(|(k, v)| k.len() + v.len() + 3).sum());
+    for (name, value) in headers.iter() {
+        check_header(name, value)?;
+        if !out.is_empty() {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+    }
+    Ok(Bytes::from(out))
+}
+
+/// The publisher's rules for one header; a pure check, so a property test can hold it.
+pub(crate) fn check_header(name: &str, value: &[u8]) -> Result<(), ZmqError> {
+    let invalid = |why: &'static str| ZmqError::InvalidHeader {
+        header: name.to_owned(),
+        why,
+    };
+    if name.is_empty() {
+        return Err(invalid("the name is empty"));
+    }
+    if name.contains(':') {
+        return Err(invalid("the name contains `:`"));
+    }
+    if name.contains(['\r', '\n']) {
+        return Err(invalid("the name contains CR or LF"));
+    }
+    if name.trim() != name {
+        return Err(invalid("the name has leading or trailing white space"));
+    }
+    let Ok(value) = std::str::from_utf8(value) else {
+        return Err(invalid("the value is not UTF-8"));
+    };
+    if value.contains(['\r', '\n']) {
+        return Err(invalid("the value contains CR or LF"));
+    }
+    if value.trim() != value {
+        return Err(invalid("the value has leading or trailing white space"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(parts: &[&[u8]]) -> Frames {
+        parts.iter().map(|p| Bytes::copy_from_slice(p)).collect()
+    }
+
+    fn name() -> Str {
+        Str::from("payments")
+    }
+
+    #[test]
+    fn three_frames_carry_name_headers_and_payload() {
+        let msg = decode(
+            &frames(&[b"orders", b"a: 1\r\nB:two\n", b"{}"]),
+            &WireLimits::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(&*msg.name, "orders");
+        assert_eq!(msg.headers.get_str("a"), Some("1"));
+        assert_eq!(msg.headers.get_str("b"), Some("two"));
+        assert_eq!(&msg.payload[..], b"{}");
+    }
+
+    #[test]
+    fn two_frames_have_no_headers() {
+        let msg = decode(&frames(&[b"orders", b"x"]), &WireLimits::default(), None).unwrap();
+        assert!(msg.headers.is_empty());
+        assert_eq!(&msg.payload[..], b"x");
+    }
+
+    #[test]
+    fn a_lone_frame_is_the_payload_only_where_the_pattern_names_it() {
+        let msg = decode(&frames(&[b"{}"]), &WireLimits::default(), Some(&name())).unwrap();
+        assert_eq!(&*msg.name, "payments");
+        assert_eq!(
+            decode(&frames(&[b"{}"]), &WireLimits::default(), None),
+            Err(Refusal::LoneFrame)
+        );
+    }
+
+    #[test]
+    fn malformed_messages_are_refused_by_rule() {
+        let limits = WireLimits::default();
+        assert_eq!(decode(&[], &limits, None), Err(Refusal::NoFrames));
+        assert!(matches!(
+            decode(&frames(&[b"a", b"b", b"c", b"d"]), &limits, None),
+            Err(Refusal::UnknownShape { frames: 4, .. })
+        ));
+        assert!(matches!(
+            decode(&frames(&[b"\xff", b"b"]), &limits, None),
+            Err(Refusal::NameNotUtf8 { .. })
+        ));
+        assert!(matches!(
+            decode(&frames(&[b"a", b"\xff: x", b"c"]), &limits, None),
+            Err(Refusal::HeadersNotUtf8 { .. })
+        ));
+        assert_eq!(
+            decode(&frames(&[b"a", b"ok: 1\nbroken", b"c"]), &limits, None),
+            Err(Refusal::HeaderLineWithoutColon { line: 2 })
+        );
+    }
+
+    #[test]
+    fn limits_are_checked_before_headers_are_parsed() {
+        let limits = WireLimits::default()
+            .max_header_lines(4)
+            .max_header_bytes(64)
+            .max_frames(3)
+            .max_message_bytes(100);
+        let many = "a: 1\n".repeat(5);
+        assert!(matches!(
+            decode(&frames(&[b"n", many.as_bytes(), b"p"]), &limits, None),
+            Err(Refusal::TooManyHeaderLines { lines: 6, limit: 4 })
+        ));
+        let long = format!("a: {}", "x".repeat(70));
+        assert!(matches!(
+            decode(&frames(&[b"n", long.as_bytes(), b"p"]), &limits, None),
+            Err(Refusal::HeadersTooLarge {
+                bytes: 73,
+                limit: 64
+            })
+        ));
+        assert!(matches!(
+            decode(&frames(&[b"n", b"", &[0; 101]]), &limits, None),
+            Err(Refusal::MessageTooLarge { .. })
+        ));
+        assert!(matches!(
+            decode(&frames(&[b"n", b"", b"p", b"q"]), &limits, None),
+            Err(Refusal::TooManyFrames {
+                frames: 4,
+                limit: 3
+            })
+        ));
+    }
+
+    #[test]
+    fn encode_then_decode_is_the_identity() {
+        let mut headers = HeaderMap::new();
+        headers.insert("correlation-id", "abc");
+        headers.insert("x-ruststream-retry-count", "2");
+        let out = encode("orders.eu", &headers, Bytes::from_static(b"{\"id\":1}")).unwrap();
+        let back = decode(&out, &WireLimits::default(), None).unwrap();
+        assert_eq!(&*back.name, "orders.eu");
+        assert_eq!(back.headers, headers);
+        assert_eq!(&back.payload[..], b"{\"id\":1}");
+    }
+
+    #[test]
+    fn the_publisher_refuses_headers_it_could_not_read_back() {
+        for (name, value) in [
+            ("a:b", "v"),
+            ("a\nb", "v"),
+            (" a", "v"),
+            ("a", "v\r\n"),
+            ("a", " v"),
+            ("", "v"),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(name.to_owned(), value.to_owned());
+            let err = encode("n", &headers, Bytes::new()).unwrap_err();
+            assert!(
+                matches!(err, ZmqError::InvalidHeader { .. }),
+                "{name:?}: {value:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Live tests: real sockets on loopback. One test binary, a module per topic.
+
+mod support;
+
+mod queue_settlement;

@@ -1,0 +1,500 @@
+//! DESIGN.md section 1 on real sockets: what each handler outcome becomes on a `ZmqQueue`.
+
+use std::{convert::Infallible, time::Duration};
+
+use ruststream_zmq::prelude::*;
+
+use crate::support::{
+    Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, logged,
+};
+
+#[derive(FromRef)]
+struct AppState {
+    calls: Calls,
+}
+
+#[subscriber]
+async fn work(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    calls.record("work", payment.id, attempt.retry_count);
+    payment.plan.outcome(attempt.retry_count)
+}
+
+/// `work` as a dialing queue subscription, which must name where its copies go.
+#[subscriber(QueueSubscription::<Dialing>)]
+async fn dialing_work(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    calls.record("work", payment.id, attempt.retry_count);
+    payment.plan.outcome(attempt.retry_count)
+}
+
+#[subscriber]
+async fn again(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    calls.record("again", payment.id, attempt.retry_count);
+    payment.plan.outcome(attempt.retry_count)
+}
+
+#[subscriber]
+async fn park(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    calls.record("park", payment.id, attempt.retry_count);
+    HandlerOutcome::ack()
+}
+
+/// A service whose state carries `calls`; `$mount` fills its one broker scope.
+macro_rules! service {
+    ($calls:expr, $broker:expr, |$b:ident| $mount:block) => {{
+        let calls = $calls;
+        RustStream::new(AppInfo::new("payments", "0.1.0"))
+            .on_startup(async move |()| Ok::<_, Infallible>(AppState { calls }))
+            .with_broker($broker, |$b| $mount)
+    }};
+}
+
+/// Starts a bound queue with `work` as `name` under `declare`, and a feeder dialing it.
+macro_rules! start_bound {
+    ($name:expr, |$g:ident| $declare:expr) => {{
+        let (calls, journal) = journal();
+        let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+        let monitor = broker.monitor();
+        let app = service!(calls, broker, |b| {
+            let $g = b.include(work.name($name));
+            let _ = $declare;
+        });
+        let running = app.start().await.expect("the service starts");
+        let address = monitor
+            .bound_address()
+            .expect("the subscription is bound once started");
+        let feeder = Feeder::dial(&address).await;
+        (running, monitor, feeder, journal)
+    }};
+}
+
+/// The service's publisher sent nothing: no copy of any delivery left it.
+fn no_copies(monitor: &ZmqMonitor) {
+    assert_eq!(monitor.sent(), 0, "a copy was published");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_is_answered_unsupported_and_the_message_is_done() {
+    capture_logs();
+    let (running, monitor, feeder, mut journal) = start_bound!("ack-payments", |g| g);
+    feeder
+        .send(
+            "ack-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    feeder
+        .send(
+            "ack-payments",
+            &Payment {
+                id: 2,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    journal
+        .until("both payments", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    assert_eq!(journal.of("work", 1).len(), 1);
+    assert_eq!(
+        journal.of("work", 1)[0].retry_count,
+        None,
+        "a first delivery carries no retry count"
+    );
+    no_copies(&monitor);
+    logged(&["ack-payments", "acknowledgement is not supported"]).await;
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_is_answered_unsupported_and_the_message_is_gone() {
+    capture_logs();
+    let (running, monitor, feeder, mut journal) = start_bound!("drop-payments", |g| g);
+    feeder
+        .send(
+            "drop-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::Drop,
+            },
+        )
+        .await;
+    feeder
+        .send(
+            "drop-payments",
+            &Payment {
+                id: 2,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    journal
+        .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    assert_eq!(journal.of("work", 1).len(), 1);
+    no_copies(&monitor);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_retry_is_not_delivered_again() {
+    let (running, monitor, feeder, mut journal) = start_bound!("retry-payments", |g| g);
+    feeder
+        .send(
+            "retry-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::Retry { times: 5 },
+            },
+        )
+        .await;
+    feeder
+        .send(
+            "retry-payments",
+            &Payment {
+                id: 2,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    journal
+        .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    assert_eq!(
+        journal.of("work", 1).len(),
+        1,
+        "the handler was called again"
+    );
+    no_copies(&monitor);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_under_max_attempts_is_a_copy_to_the_own_listener() {
+    let (running, monitor, feeder, mut journal) =
+        start_bound!("capped-payments", |g| g.max_attempts(nonzero!(5u32)));
+    feeder
+        .send(
+            "capped-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::Retry { times: 2 },
+            },
+        )
+        .await;
+    let seen = journal.until("two copies", |s| s.len() == 3).await;
+    let counts: Vec<_> = seen.iter().map(|s| s.retry_count).collect();
+    assert_eq!(
+        counts,
+        [None, Some(1), Some(2)],
+        "each copy carries one more retry"
+    );
+    assert_eq!(monitor.sent(), 2);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_under_a_dead_letter_is_a_copy() {
+    let dead = format!("dl-only.dead@tcp://127.0.0.1:{}", free_port());
+    let (running, _monitor, feeder, mut journal) =
+        start_bound!("dl-only", |g| g.dead_letter(dead.clone()));
+    // With a dead letter and no cap, every retry leaves for the dead-letter destination; the
+    // delivery is not handed to this subscription again.
+    feeder
+        .send(
+            "dl-only",
+            &Payment {
+                id: 1,
+                plan: Plan::Retry { times: 1 },
+            },
+        )
+        .await;
+    feeder
+        .send(
+            "dl-only",
+            &Payment {
+                id: 2,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    journal
+        .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    assert_eq!(journal.of("work", 1).len(), 1);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_is_a_copy_that_arrives_after_the_delay_and_not_before() {
+    let (running, _monitor, feeder, mut journal) = start_bound!("delayed-payments", |g| g);
+    let delay = Duration::from_millis(400);
+    feeder
+        .send(
+            "delayed-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::RetryAfter { ms: 400, times: 1 },
+            },
+        )
+        .await;
+    let seen = journal.until("the copy", |s| s.len() == 2).await;
+    let waited = seen[1].at - seen[0].at;
+    assert!(
+        waited >= delay,
+        "the copy came after {waited:?}, before the {delay:?} delay"
+    );
+    assert_eq!(seen[1].retry_count, Some(1));
+    println!("retry_after(400ms): the copy arrived {waited:?} after the first delivery");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_the_delivery_goes_to_the_dead_letter_queue() {
+    let dead_port = free_port();
+    let (calls, mut journal) = journal();
+    let service = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = service.monitor();
+    let dead_letters = ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}")));
+    let app = service!(calls, service, |b| {
+        b.include(work.name("cap-payments"))
+            .max_attempts(nonzero!(3u32))
+            .dead_letter(format!("cap-payments.dead@tcp://127.0.0.1:{dead_port}"));
+    })
+    .with_broker(dead_letters, |b| {
+        b.include(park.name("cap-payments.dead"));
+    });
+    let running = app.start().await.unwrap();
+    let feeder = Feeder::dial(&monitor.bound_address().unwrap()).await;
+    feeder
+        .send(
+            "cap-payments",
+            &Payment {
+                id: 7,
+                plan: Plan::Retry { times: 10 },
+            },
+        )
+        .await;
+    journal
+        .until("the dead letter", |s| s.iter().any(|s| s.handler == "park"))
+        .await;
+    let attempts: Vec<_> = journal
+        .of("work", 7)
+        .iter()
+        .map(|s| s.retry_count)
+        .collect();
+    assert_eq!(
+        attempts,
+        [None, Some(1), Some(2)],
+        "three attempts, then the cap"
+    );
+    assert_eq!(journal.of("park", 7)[0].retry_count, Some(3));
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning() {
+    capture_logs();
+    let (running, monitor, feeder, mut journal) =
+        start_bound!("nodl-payments", |g| g.max_attempts(nonzero!(2u32)));
+    feeder
+        .send(
+            "nodl-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::Retry { times: 10 },
+            },
+        )
+        .await;
+    logged(&[
+        "nodl-payments",
+        "retry attempts exhausted and no dead-letter destination is declared",
+    ])
+    .await;
+    feeder
+        .send(
+            "nodl-payments",
+            &Payment {
+                id: 2,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    journal
+        .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    assert_eq!(journal.of("work", 1).len(), 2);
+    assert_eq!(monitor.sent(), 1, "one copy, then nothing");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
+    capture_logs();
+    let (running, monitor, feeder, mut journal) = start_bound!("loop-payments", |g| g
+        .max_attempts(nonzero!(2u32))
+        .dead_letter("loop-payments.dead"));
+    feeder
+        .send(
+            "loop-payments",
+            &Payment {
+                id: 1,
+                plan: Plan::Retry { times: 10 },
+            },
+        )
+        .await;
+    let line = logged(&["loop-payments", "publishing the retry copy failed"]).await;
+    assert!(
+        line.contains("is the listener of subscription `loop-payments`"),
+        "{line}"
+    );
+    feeder
+        .send(
+            "loop-payments",
+            &Payment {
+                id: 2,
+                plan: Plan::Ack,
+            },
+        )
+        .await;
+    journal
+        .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    assert_eq!(
+        journal.of("work", 1).len(),
+        2,
+        "the refused dead letter came back"
+    );
+    assert_eq!(monitor.sent(), 1, "only the one copy left");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_queue_copies_go_where_out_retry_names() {
+    let retry_port = free_port();
+    // The peer that only sends: a PUSH bound by a queue with no subscription.
+    let upstream_address = format!("tcp://127.0.0.1:{}", free_port());
+    let upstream = Feeder::bind(&upstream_address).await;
+
+    let (calls, mut journal) = journal();
+    let app = service!(
+        calls,
+        ZmqQueue::new(ZmqEndpoint::dial(upstream_address)),
+        |b| {
+            b.include(
+                dialing_work
+                    .name("dial-payments")
+                    .out_retry(format!("dial-payments.retry@tcp://127.0.0.1:{retry_port}")),
+            )
+            .max_attempts(nonzero!(3u32));
+        }
+    )
+    .with_broker(
+        ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{retry_port}"))),
+        |b| {
+            b.include(again.name("dial-payments.retry"))
+                .max_attempts(nonzero!(3u32));
+        },
+    );
+    let running = app.start().await.unwrap();
+    upstream
+        .send(
+            "dial-payments",
+            &Payment {
+                id: 3,
+                plan: Plan::Retry { times: 1 },
+            },
+        )
+        .await;
+    journal
+        .until("the copy at the named place", |s| {
+            s.iter().any(|s| s.handler == "again")
+        })
+        .await;
+    assert_eq!(journal.of("work", 3)[0].retry_count, None);
+    assert_eq!(journal.of("again", 3)[0].retry_count, Some(1));
+    running.shutdown().await.unwrap();
+    upstream.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_queue_takes_the_frameworks_out_retry_to_form() {
+    let retry_port = free_port();
+    // The peer that only sends: a PUSH bound by a queue with no subscription.
+    let upstream_address = format!("tcp://127.0.0.1:{}", free_port());
+    let upstream = Feeder::bind(&upstream_address).await;
+
+    let (calls, mut journal) = journal();
+    let app = service!(
+        calls,
+        ZmqQueue::new(ZmqEndpoint::dial(upstream_address)),
+        |b| {
+            b.include(work.name("fw-payments"))
+                .max_attempts(nonzero!(3u32))
+                .out_retry(Publish)
+                .to(format!("fw-payments.retry@tcp://127.0.0.1:{retry_port}"));
+        }
+    )
+    .with_broker(
+        ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{retry_port}"))),
+        |b| {
+            b.include(again.name("fw-payments.retry"));
+        },
+    );
+    let running = app.start().await.unwrap();
+    upstream
+        .send(
+            "fw-payments",
+            &Payment {
+                id: 4,
+                plan: Plan::Retry { times: 1 },
+            },
+        )
+        .await;
+    journal
+        .until("the copy at the named place", |s| {
+            s.iter().any(|s| s.handler == "again")
+        })
+        .await;
+    assert_eq!(journal.of("again", 4)[0].retry_count, Some(1));
+    running.shutdown().await.unwrap();
+    upstream.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_registration_that_names_no_destination_is_refused_at_startup() {
+    let (calls, _journal) = journal();
+    let app = service!(
+        calls,
+        ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:1")),
+        |b| {
+            b.include(work.name("nowhere-payments"));
+        }
+    );
+    let err = app
+        .start()
+        .await
+        .err()
+        .expect("a dialing registration with no destination starts");
+    let text = err.to_string();
+    assert!(text.contains("nowhere-payments"), "{text}");
+    assert!(text.contains("NamedCopies"), "{text}");
+}

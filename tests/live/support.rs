@@ -1,0 +1,242 @@
+//! What the live tests share: a recording handler, a peer that feeds a queue, log capture, and
+//! waiting on a condition with a deadline.
+
+use std::{
+    io::Write,
+    net::TcpListener,
+    sync::{Arc, Mutex, OnceLock},
+    time::{Duration, Instant},
+};
+
+use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
+use ruststream_zmq::{ConnectedZmqQueue, ZmqEndpoint, ZmqPublisher, ZmqQueue};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+/// What a test asks the handler to do with one payment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum Plan {
+    Ack,
+    Drop,
+    /// `retry()` while fewer than `times` retries came before, then ack.
+    Retry {
+        times: u32,
+    },
+    /// `retry_after(ms)` while fewer than `times` retries came before, then ack.
+    RetryAfter {
+        ms: u64,
+        times: u32,
+    },
+}
+
+impl Plan {
+    /// The outcome for a delivery that `retry_count` retries came before.
+    pub fn outcome(&self, retry_count: Option<u32>) -> ruststream::prelude::HandlerOutcome {
+        use ruststream::prelude::HandlerOutcome;
+        let before = retry_count.unwrap_or(0);
+        match *self {
+            Plan::Ack => HandlerOutcome::ack(),
+            Plan::Drop => HandlerOutcome::drop(),
+            Plan::Retry { times } if before < times => HandlerOutcome::retry(),
+            Plan::RetryAfter { ms, times } if before < times => {
+                HandlerOutcome::retry_after(Duration::from_millis(ms))
+            }
+            _ => HandlerOutcome::ack(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Payment {
+    pub id: u64,
+    pub plan: Plan,
+}
+
+/// The retry count header as the handler reads it.
+#[derive(Debug, Deserialize)]
+pub struct Attempt {
+    #[serde(rename = "x-ruststream-retry-count")]
+    pub retry_count: Option<u32>,
+}
+
+/// One call of a handler, as it saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub handler: &'static str,
+    pub id: u64,
+    pub retry_count: Option<u32>,
+    pub at: Instant,
+}
+
+/// Where handlers report their calls; a field of the app state.
+#[derive(Clone)]
+pub struct Calls(pub mpsc::UnboundedSender<Seen>);
+
+impl Calls {
+    pub fn record(&self, handler: &'static str, id: u64, retry_count: Option<u32>) {
+        let _ = self.0.send(Seen {
+            handler,
+            id,
+            retry_count,
+            at: Instant::now(),
+        });
+    }
+}
+
+/// The calls a test waits on.
+pub struct Journal {
+    rx: mpsc::UnboundedReceiver<Seen>,
+    pub seen: Vec<Seen>,
+}
+
+pub fn journal() -> (Calls, Journal) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (
+        Calls(tx),
+        Journal {
+            rx,
+            seen: Vec::new(),
+        },
+    )
+}
+
+impl Journal {
+    /// Waits until `done` holds over every call seen so far; panics naming `what` at the deadline.
+    pub async fn until(&mut self, what: &str, done: impl Fn(&[Seen]) -> bool) -> &[Seen] {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while !done(&self.seen) {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(seen)) => self.seen.push(seen),
+                Ok(None) => panic!(
+                    "the handlers went away before {what}; seen: {:?}",
+                    self.seen
+                ),
+                Err(_) => panic!("timed out waiting for {what}; seen: {:?}", self.seen),
+            }
+        }
+        &self.seen
+    }
+
+    /// The calls of `handler` for payment `id`.
+    pub fn of(&self, handler: &str, id: u64) -> Vec<&Seen> {
+        self.seen
+            .iter()
+            .filter(|s| s.handler == handler && s.id == id)
+            .collect()
+    }
+}
+
+/// A loopback port nobody listens on right now, for endpoints a registration must name up front.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A peer that feeds a queue: a publisher of a broker of its own.
+pub struct Feeder {
+    pub publisher: ZmqPublisher,
+    shutdown: Box<dyn FnOnce() -> futures::future::BoxFuture<'static, ()> + Send>,
+}
+
+impl Feeder {
+    /// A PUSH dialing a bound subscription.
+    pub async fn dial(address: &str) -> Self {
+        Self::of(
+            ZmqQueue::new(ZmqEndpoint::dial(address))
+                .connect()
+                .await
+                .unwrap(),
+        )
+    }
+
+    /// A PUSH that binds `address` (on its first send) for a dialing subscription.
+    pub async fn bind(address: &str) -> Self {
+        Self::of(
+            ZmqQueue::new(ZmqEndpoint::bind(address))
+                .connect()
+                .await
+                .unwrap(),
+        )
+    }
+
+    fn of<S: ruststream_zmq::Side>(connected: ConnectedZmqQueue<S>) -> Self {
+        Self {
+            publisher: connected.publisher(),
+            shutdown: Box::new(move || {
+                Box::pin(async move { connected.shutdown().await.unwrap() })
+            }),
+        }
+    }
+
+    pub async fn close(self) {
+        (self.shutdown)().await;
+    }
+
+    pub async fn send(&self, name: &str, payment: &Payment) {
+        let body = BytesMut::from(serde_json::to_vec(payment).unwrap().as_slice());
+        self.publisher
+            .publish(OutgoingMessage::produced(name, body), None)
+            .await
+            .unwrap();
+    }
+}
+
+/// Every log line written since the process started, for tests that assert a warning.
+pub fn logs() -> &'static Mutex<Vec<u8>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&buffer);
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("info")
+            .with_ansi(false)
+            .with_writer(move || SharedWriter(Arc::clone(&sink)))
+            .try_init();
+        buffer
+    })
+}
+
+struct SharedWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Starts capturing logs; call first in a test that asserts on them.
+pub fn capture_logs() {
+    let _ = logs();
+}
+
+/// Waits until a log line contains every one of `parts`; answers that line.
+pub async fn logged(parts: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
+        if let Some(line) = text
+            .lines()
+            .find(|line| parts.iter().all(|p| line.contains(p)))
+        {
+            return line.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no log line with {parts:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `check` holds, polling; panics naming `what` at the deadline.
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
