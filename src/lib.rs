@@ -38,7 +38,7 @@ pub mod prelude {
 
     pub use crate::ZmqPublish as Publish;
     pub use crate::{
-        Bound, Dialing, OutRetry, QueueSubscription, WireLimits, ZmqEndpoint, ZmqError, ZmqMessage,
-        ZmqMonitor, ZmqQueue,
+        Bound, Dialing, OutRetry, QueueSubscription, Side, WireLimits, ZmqEndpoint, ZmqError,
+        ZmqMessage, ZmqMonitor, ZmqQueue,
     };
 }

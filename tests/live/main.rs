@@ -2,4 +2,6 @@
 
 mod support;
 
+mod queue_lifecycle;
 mod queue_settlement;
+mod queue_wire;

@@ -213,11 +213,22 @@ async fn a_retry_under_max_attempts_is_a_copy_to_the_own_listener() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_under_a_dead_letter_is_a_copy() {
-    let dead = format!("dl-only.dead@tcp://127.0.0.1:{}", free_port());
-    let (running, _monitor, feeder, mut journal) =
-        start_bound!("dl-only", |g| g.dead_letter(dead.clone()));
-    // With a dead letter and no cap, every retry leaves for the dead-letter destination; the
-    // delivery is not handed to this subscription again.
+    let dead_port = free_port();
+    let (calls, mut journal) = journal();
+    let service = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = service.monitor();
+    let dead_letters = ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}")));
+    // With a dead letter and no cap, every retry leaves for the dead-letter destination as a
+    // copy; the delivery is not handed to this subscription again.
+    let app = service!(calls, service, |b| {
+        b.include(work.name("dl-only"))
+            .dead_letter(format!("dl-only.dead@tcp://127.0.0.1:{dead_port}"));
+    })
+    .with_broker(dead_letters, |b| {
+        b.include(park.name("dl-only.dead"));
+    });
+    let running = app.start().await.unwrap();
+    let feeder = Feeder::dial(&monitor.bound_address().unwrap()).await;
     feeder
         .send(
             "dl-only",
@@ -227,19 +238,13 @@ async fn a_retry_under_a_dead_letter_is_a_copy() {
             },
         )
         .await;
-    feeder
-        .send(
-            "dl-only",
-            &Payment {
-                id: 2,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
     journal
-        .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
+        .until("the copy at the dead-letter queue", |s| {
+            s.iter().any(|s| s.handler == "park")
+        })
         .await;
     assert_eq!(journal.of("work", 1).len(), 1);
+    assert_eq!(journal.of("park", 1)[0].retry_count, Some(1));
     running.shutdown().await.unwrap();
 }
 

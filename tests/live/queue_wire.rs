@@ -1,0 +1,183 @@
+//! The one-way wire contract on a queue, fed by a raw ZeroMQ peer: the three accepted forms, and
+//! every refusal with its warning and counter, the next good message still delivered.
+
+use std::{convert::Infallible, time::Instant};
+
+use ruststream_zmq::prelude::*;
+use serde::Deserialize;
+use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
+
+use crate::support::{Calls, Journal, Payment, Plan, capture_logs, journal, logged};
+
+#[derive(FromRef)]
+struct AppState {
+    calls: Calls,
+}
+
+#[derive(Debug, Deserialize)]
+struct Tenant {
+    #[serde(rename = "x-tenant")]
+    tenant: Option<String>,
+}
+
+#[subscriber]
+async fn work(
+    payment: &Payment,
+    Headers(tenant): Headers<Tenant>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    // The tenant header, when sent, rides in the journal as the retry-count slot's neighbour.
+    let tagged = if tenant.tenant.as_deref() == Some("acme") {
+        1
+    } else {
+        0
+    };
+    calls.record("work", payment.id, Some(tagged));
+    HandlerOutcome::ack()
+}
+
+/// A raw PUSH peer dialing a bound queue service named `name` with `limits`.
+async fn serve(
+    name: &'static str,
+    limits: WireLimits,
+) -> (
+    ruststream::runtime::RunningApp,
+    ZmqMonitor,
+    PushSocket,
+    Journal,
+) {
+    let (calls, journal) = journal();
+    let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).limits(limits);
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("wire", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(AppState { calls }))
+        .with_broker(broker, |b| {
+            b.include(work.name(name));
+        });
+    let running = app.start().await.unwrap();
+    let mut peer = PushSocket::new();
+    peer.connect(&monitor.bound_address().unwrap())
+        .await
+        .unwrap();
+    (running, monitor, peer, journal)
+}
+
+fn payment(id: u64) -> Vec<u8> {
+    serde_json::to_vec(&Payment {
+        id,
+        plan: Plan::Ack,
+    })
+    .unwrap()
+}
+
+async fn send(peer: &mut PushSocket, frames: Vec<Vec<u8>>) {
+    let frames: Vec<_> = frames.into_iter().map(ruststream::Bytes::from).collect();
+    peer.send(Frames::try_from(frames).unwrap()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_frames_two_frames_and_a_lone_frame_all_arrive() {
+    let (running, monitor, mut peer, mut journal) = serve("forms", WireLimits::default()).await;
+    send(
+        &mut peer,
+        vec![
+            b"forms".to_vec(),
+            b"x-tenant: acme\r\nother: 1".to_vec(),
+            payment(1),
+        ],
+    )
+    .await;
+    send(&mut peer, vec![b"forms".to_vec(), payment(2)]).await;
+    send(&mut peer, vec![payment(3)]).await;
+    let seen = journal.until("three payments", |s| s.len() == 3).await;
+    let ids: Vec<_> = seen.iter().map(|s| (s.id, s.retry_count)).collect();
+    assert_eq!(
+        ids,
+        [(1, Some(1)), (2, Some(0)), (3, Some(0))],
+        "the header rode only the first"
+    );
+    assert_eq!(monitor.refused(), 0);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives() {
+    capture_logs();
+    let limits = WireLimits::default()
+        .max_message_bytes(4096)
+        .max_header_bytes(512)
+        .max_header_lines(8)
+        .max_frames(3);
+    let (running, monitor, mut peer, mut journal) = serve("refusals", limits).await;
+    let name = || b"refusals".to_vec();
+    let bad: Vec<(&str, Vec<Vec<u8>>)> = vec![
+        ("max-frames", vec![name(), vec![], payment(0), vec![]]),
+        ("name-utf8", vec![vec![0xff, 0xfe], payment(0)]),
+        (
+            "header-colon",
+            vec![name(), b"no colon here".to_vec(), payment(0)],
+        ),
+        (
+            "headers-utf8",
+            vec![name(), vec![b'a', b':', 0xff], payment(0)],
+        ),
+        ("max-message-bytes", vec![name(), vec![b'x'; 5000]]),
+        (
+            "max-header-bytes",
+            vec![
+                name(),
+                format!("a: {}", "x".repeat(600)).into_bytes(),
+                payment(0),
+            ],
+        ),
+        (
+            "max-header-lines",
+            vec![name(), "a: 1\n".repeat(9).into_bytes(), payment(0)],
+        ),
+    ];
+    for (index, (rule, frames)) in bad.into_iter().enumerate() {
+        send(&mut peer, frames).await;
+        let good = 100 + index as u64;
+        send(&mut peer, vec![name(), payment(good)]).await;
+        journal
+            .until("the good message after a bad one", |s| {
+                s.iter().any(|s| s.id == good)
+            })
+            .await;
+        assert_eq!(monitor.refused_by(rule), 1, "rule {rule}");
+        let line = logged(&["refusals", rule]).await;
+        assert!(
+            line.contains("WARN") && line.contains("refused a message from a peer"),
+            "{line}"
+        );
+    }
+    assert_eq!(monitor.refused(), 7);
+    assert!(
+        journal.seen.iter().all(|s| s.id >= 100),
+        "a refused message reached the handler"
+    );
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_of_100_000_header_lines_is_refused_before_any_header_map_is_built() {
+    let (running, monitor, mut peer, mut journal) = serve(
+        "many-lines",
+        WireLimits::default().max_header_bytes(4 << 20),
+    )
+    .await;
+    let headers = "k: v\n".repeat(100_000).into_bytes();
+    let started = Instant::now();
+    send(&mut peer, vec![b"many-lines".to_vec(), headers, payment(1)]).await;
+    send(&mut peer, vec![b"many-lines".to_vec(), payment(2)]).await;
+    journal
+        .until("the good message", |s| s.iter().any(|s| s.id == 2))
+        .await;
+    println!(
+        "100,000 header lines refused and the next message handled in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(monitor.refused_by("max-header-lines"), 1);
+    assert!(journal.of("work", 1).is_empty());
+    running.shutdown().await.unwrap();
+}
