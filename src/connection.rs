@@ -251,6 +251,7 @@ impl Connection {
                 let _ = timeout(CLOSE_WAIT, writer.into_inner().close()).await;
             }
         }
-        tracing::info!(endpoint = %self.endpoint, "shut down");
+        let endpoint = self.monitor.bound_address().unwrap_or_else(|| self.endpoint.clone());
+        tracing::info!(%endpoint, "shut down");
     }
 }
