@@ -1,0 +1,1 @@
+//! Settlement as a checked model.
