@@ -121,7 +121,7 @@ impl Connection {
         self.ensure_open("a subscription")?;
         let reader = if self.binds {
             self.claim_listener(subscription)?;
-            match Reader::bind(self.sockets.read, &self.endpoint).await {
+            match Reader::bind(self.sockets.read, &self.endpoint, Vec::new()).await {
                 Ok((reader, address)) => {
                     tracing::info!(subscription, endpoint = %address, "listening");
                     self.monitor.set_bound_address(Some(address.clone()));
@@ -137,7 +137,7 @@ impl Connection {
             }
         } else {
             tracing::info!(subscription, endpoint = %self.endpoint, "dialing");
-            Reader::dial(self.sockets.read, &self.endpoint)
+            Reader::dial(self.sockets.read, &self.endpoint, Vec::new()).await
         };
         let (tx, subscriber) = inbox(self.settings.batch_wait);
         let intake = Intake {
@@ -219,7 +219,7 @@ impl Connection {
             return Ok(Arc::clone(writer));
         }
         let writer = match &target {
-            Target::Dial(address) => Writer::dial(self.sockets.write, address),
+            Target::Dial(address) => Writer::dial(self.sockets.write, address).await,
             Target::Bind(address) => {
                 let (writer, resolved) = Writer::bind(self.sockets.write, address).await?;
                 tracing::info!(endpoint = %resolved, "publishing to peers that dial in");

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 use crate::{
     error::ZmqError,
     monitor::ZmqMonitor,
-    socket::Reader,
+    socket::{Reader, stopped},
     wire::{Frames, Inbound, WireLimits, decode},
 };
 
@@ -167,7 +167,7 @@ pub(crate) async fn pump(
     loop {
         let frames = tokio::select! {
             frames = reader.recv() => frames,
-            _ = shutdown.wait_for(|down| *down) => break,
+            () = stopped(&mut shutdown) => break,
             () = tx.closed() => break,
         };
         let Some(message) = intake.admit(&frames) else {
@@ -175,7 +175,7 @@ pub(crate) async fn pump(
         };
         tokio::select! {
             sent = tx.send(message) => if sent.is_err() { break },
-            _ = shutdown.wait_for(|down| *down) => break,
+            () = stopped(&mut shutdown) => break,
         }
     }
     reader.close().await;

@@ -109,6 +109,16 @@ pub enum ZmqError {
         source: SocketFault,
     },
 
+    /// A responder asked to answer a peer that is no longer connected.
+    #[error(
+        "no peer with that identity is connected to `{endpoint}`: the requester went away before \
+         its answer was sent, so the answer is lost"
+    )]
+    UnknownPeer {
+        /// The responder's address.
+        endpoint: String,
+    },
+
     /// A `zmq-reply:` address that does not name a peer of this responder.
     #[error("reply address `{address}` is not valid: {why}")]
     ReplyAddress {

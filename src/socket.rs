@@ -8,10 +8,14 @@
 use std::time::Duration;
 
 use futures::{StreamExt, channel::mpsc::Receiver};
-use tokio::time::{Instant, sleep, timeout};
+use tokio::{
+    sync::{mpsc, oneshot, watch},
+    time::{Instant, sleep, timeout},
+};
 use zeromq::{
-    PullSocket, PushSocket, Socket, SocketEvent, SocketOptions, SocketRecv, SocketSend,
-    ZmqError as ClientError, ZmqMessage as ClientMessage,
+    DealerSocket, PubSocket, PullSocket, PushSocket, RouterSocket, Socket, SocketEvent,
+    SocketOptions, SocketRecv, SocketSend, SubSocket, ZmqError as ClientError,
+    ZmqMessage as ClientMessage,
 };
 
 use crate::{error::ZmqError, wire::Frames};
@@ -26,6 +30,14 @@ pub(crate) enum Role {
     Pull,
     /// A queue publisher.
     Push,
+    /// A fan-out subscription.
+    Sub,
+    /// A fan-out publisher.
+    Pub,
+    /// A responder: reads requests, answers at the identity they carry.
+    Router,
+    /// A requester: sends requests, reads answers.
+    Dealer,
 }
 
 impl Role {
@@ -33,16 +45,27 @@ impl Role {
         match self {
             Self::Pull => "PULL",
             Self::Push => "PUSH",
+            Self::Sub => "SUB",
+            Self::Pub => "PUB",
+            Self::Router => "ROUTER",
+            Self::Dealer => "DEALER",
         }
     }
 }
 
 enum ReadSocket {
     Pull(PullSocket),
+    Sub(SubSocket),
 }
 
 enum WriteSocket {
     Push(PushSocket),
+    Pub(PubSocket),
+}
+
+enum DuplexSocket {
+    Router(RouterSocket),
+    Dealer(DealerSocket),
 }
 
 fn options() -> SocketOptions {
@@ -51,46 +74,57 @@ fn options() -> SocketOptions {
     options
 }
 
+/// Runs `$body` with `$s` bound to whichever client socket `$socket` holds.
+macro_rules! each {
+    ($socket:expr, $s:ident => $body:expr, $($variant:path),+) => {
+        match $socket {
+            $($variant($s) => $body,)+
+        }
+    };
+}
+
+/// Closes a client socket's listeners and every connection: the client's own close leaves a
+/// PULL's connections open, so the backend is shut first.
+async fn close_client<S: Socket>(socket: S) {
+    socket.backend().shutdown();
+    let _ = socket.close().await;
+}
+
 impl ReadSocket {
-    fn new(role: Role) -> Self {
+    /// A fresh socket; a SUB subscribes to `topics` at once, so a reconnect keeps its filter.
+    async fn new(role: Role, topics: &[String]) -> Self {
         match role {
             Role::Pull => Self::Pull(PullSocket::with_options(options())),
-            Role::Push => unreachable!("PUSH does not read"),
+            Role::Sub => {
+                let mut socket = SubSocket::with_options(options());
+                for topic in topics {
+                    // Only fails on a closed socket, and this one is new.
+                    let _ = socket.subscribe(topic).await;
+                }
+                Self::Sub(socket)
+            }
+            _ => unreachable!("{} does not read alone", role.name()),
         }
     }
 
     async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        match self {
-            Self::Pull(s) => s.bind(address).await.map(|e| e.to_string()),
-        }
+        each!(self, s => s.bind(address).await.map(|e| e.to_string()), Self::Pull, Self::Sub)
     }
 
     async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        match self {
-            Self::Pull(s) => s.connect(address).await,
-        }
+        each!(self, s => s.connect(address).await, Self::Pull, Self::Sub)
     }
 
     fn monitor(&mut self) -> Receiver<SocketEvent> {
-        match self {
-            Self::Pull(s) => s.monitor(),
-        }
+        each!(self, s => s.monitor(), Self::Pull, Self::Sub)
     }
 
     async fn recv(&mut self) -> Result<ClientMessage, ClientError> {
-        match self {
-            Self::Pull(s) => s.recv().await,
-        }
+        each!(self, s => s.recv().await, Self::Pull, Self::Sub)
     }
 
-    /// Closes listeners and every connection: the client's own close leaves a PULL's open.
     async fn close(self) {
-        match self {
-            Self::Pull(s) => {
-                s.backend().shutdown();
-                let _ = s.close().await;
-            }
-        }
+        each!(self, s => close_client(s).await, Self::Pull, Self::Sub)
     }
 }
 
@@ -98,309 +132,245 @@ impl WriteSocket {
     fn new(role: Role) -> Self {
         match role {
             Role::Push => Self::Push(PushSocket::with_options(options())),
-            Role::Pull => unreachable!("PULL does not write"),
+            Role::Pub => Self::Pub(PubSocket::with_options(options())),
+            _ => unreachable!("{} does not write alone", role.name()),
         }
     }
 
     async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        match self {
-            Self::Push(s) => s.bind(address).await.map(|e| e.to_string()),
-        }
+        each!(self, s => s.bind(address).await.map(|e| e.to_string()), Self::Push, Self::Pub)
     }
 
     async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        match self {
-            Self::Push(s) => s.connect(address).await,
-        }
+        each!(self, s => s.connect(address).await, Self::Push, Self::Pub)
     }
 
     fn monitor(&mut self) -> Receiver<SocketEvent> {
-        match self {
-            Self::Push(s) => s.monitor(),
-        }
+        each!(self, s => s.monitor(), Self::Push, Self::Pub)
     }
 
     async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
-        match self {
-            Self::Push(s) => s.send(message).await,
-        }
+        each!(self, s => s.send(message).await, Self::Push, Self::Pub)
     }
 
     async fn close(self) {
-        match self {
-            Self::Push(s) => {
-                s.backend().shutdown();
-                let _ = s.close().await;
-            }
+        each!(self, s => close_client(s).await, Self::Push, Self::Pub)
+    }
+}
+
+impl DuplexSocket {
+    fn new(role: Role) -> Self {
+        match role {
+            Role::Router => Self::Router(RouterSocket::with_options(options())),
+            Role::Dealer => Self::Dealer(DealerSocket::with_options(options())),
+            _ => unreachable!("{} is not a duplex socket", role.name()),
         }
     }
+
+    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
+        each!(self, s => s.bind(address).await.map(|e| e.to_string()), Self::Router, Self::Dealer)
+    }
+
+    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
+        each!(self, s => s.connect(address).await, Self::Router, Self::Dealer)
+    }
+
+    fn monitor(&mut self) -> Receiver<SocketEvent> {
+        each!(self, s => s.monitor(), Self::Router, Self::Dealer)
+    }
+
+    async fn recv(&mut self) -> Result<ClientMessage, ClientError> {
+        each!(self, s => s.recv().await, Self::Router, Self::Dealer)
+    }
+
+    async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
+        each!(self, s => s.send(message).await, Self::Router, Self::Dealer)
+    }
+
+    async fn close(self) {
+        each!(self, s => close_client(s).await, Self::Router, Self::Dealer)
+    }
+}
+
+/// Resolves once the broker's shutdown switch is on.
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` answers is not `Send`: drop it here, not across the caller's awaits.
+    let _ = shutdown.wait_for(|down| *down).await;
 }
 
 fn fault(err: ClientError) -> crate::error::SocketFault {
     Box::new(err)
 }
 
-/// Turns frames into the client's message; `None` for no frames, which the client cannot send.
-fn to_client(frames: Frames) -> Option<ClientMessage> {
-    ClientMessage::try_from(frames).ok()
+/// What every client socket kind offers the supervisor.
+trait ClientSocket: Sized + Send {
+    async fn fresh(role: Role, topics: &[String]) -> Self;
+    async fn bind(&mut self, address: &str) -> Result<String, ClientError>;
+    async fn connect(&mut self, address: &str) -> Result<(), ClientError>;
+    fn monitor(&mut self) -> Receiver<SocketEvent>;
+    async fn close(self);
 }
 
-/// A socket that receives: bound once, or dialing and re-created whenever its peer goes away.
-pub(crate) struct Reader {
-    socket: ReadSocket,
+impl ClientSocket for ReadSocket {
+    async fn fresh(role: Role, topics: &[String]) -> Self {
+        Self::new(role, topics).await
+    }
+    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
+        Self::bind(self, address).await
+    }
+    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
+        Self::connect(self, address).await
+    }
+    fn monitor(&mut self) -> Receiver<SocketEvent> {
+        Self::monitor(self)
+    }
+    async fn close(self) {
+        Self::close(self).await;
+    }
+}
+
+impl ClientSocket for WriteSocket {
+    async fn fresh(role: Role, _topics: &[String]) -> Self {
+        Self::new(role)
+    }
+    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
+        Self::bind(self, address).await
+    }
+    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
+        Self::connect(self, address).await
+    }
+    fn monitor(&mut self) -> Receiver<SocketEvent> {
+        Self::monitor(self)
+    }
+    async fn close(self) {
+        Self::close(self).await;
+    }
+}
+
+impl ClientSocket for DuplexSocket {
+    async fn fresh(role: Role, _topics: &[String]) -> Self {
+        Self::new(role)
+    }
+    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
+        Self::bind(self, address).await
+    }
+    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
+        Self::connect(self, address).await
+    }
+    fn monitor(&mut self) -> Receiver<SocketEvent> {
+        Self::monitor(self)
+    }
+    async fn close(self) {
+        Self::close(self).await;
+    }
+}
+
+/// A client socket and what keeps it usable: a bound one listens for good; a dialing one is
+/// re-created and reconnected whenever its peer goes away (the client reconnects only SUB, and
+/// only with a backoff of up to 30 s).
+struct Supervised<S: ClientSocket> {
+    socket: S,
     events: Receiver<SocketEvent>,
     role: Role,
-    address: String,
-    binds: bool,
-    /// A dialing reader with no live connection: the next `recv` connects first.
-    connecting: bool,
-}
-
-impl Reader {
-    /// Binds `address`; answers the reader and the address it really listens on (port 0
-    /// resolved).
-    pub(crate) async fn bind(role: Role, address: &str) -> Result<(Self, String), ZmqError> {
-        let mut socket = ReadSocket::new(role);
-        let events = socket.monitor();
-        let resolved = socket.bind(address).await.map_err(|err| ZmqError::Bind {
-            endpoint: address.to_owned(),
-            source: fault(err),
-        })?;
-        let reader = Self {
-            socket,
-            events,
-            role,
-            address: resolved.clone(),
-            binds: true,
-            connecting: false,
-        };
-        Ok((reader, resolved))
-    }
-
-    /// A reader that dials `address`. It connects on the first [`recv`](Self::recv), and again
-    /// whenever the peer goes away, so a peer that is not up yet does not hold up startup.
-    pub(crate) fn dial(role: Role, address: &str) -> Self {
-        let mut socket = ReadSocket::new(role);
-        let events = socket.monitor();
-        Self {
-            socket,
-            events,
-            role,
-            address: address.to_owned(),
-            binds: false,
-            connecting: true,
-        }
-    }
-
-    /// The next message. On a dialing reader this also keeps the connection: it connects when
-    /// there is none, and re-creates the socket when the peer goes away.
-    pub(crate) async fn recv(&mut self) -> Frames {
-        loop {
-            if !self.binds && !self.is_connected() {
-                self.reconnect().await;
-            }
-            tokio::select! {
-                received = self.socket.recv() => match received {
-                    Ok(message) => return message.into_vec(),
-                    // A broken frame or a reset connection: the client drops that peer.
-                    Err(err) => {
-                        tracing::debug!(endpoint = %self.address, socket = self.role.name(), error = %err, "a peer's connection failed");
-                        if !self.binds {
-                            self.drop_connection().await;
-                        }
-                    }
-                },
-                Some(event) = self.events.next(), if !self.binds => {
-                    if let SocketEvent::Disconnected(_) = event {
-                        tracing::info!(endpoint = %self.address, socket = self.role.name(), "the peer went away; reconnecting");
-                        self.drop_connection().await;
-                    }
-                }
-            }
-        }
-    }
-
-    fn is_connected(&self) -> bool {
-        !self.connecting
-    }
-
-    async fn drop_connection(&mut self) {
-        let fresh = ReadSocket::new(self.role);
-        let old = std::mem::replace(&mut self.socket, fresh);
-        old.close().await;
-        self.events = self.socket.monitor();
-        self.connecting = true;
-    }
-
-    async fn reconnect(&mut self) {
-        let mut pause = Duration::from_millis(20);
-        loop {
-            match self.socket.connect(&self.address).await {
-                Ok(()) => {
-                    self.connecting = false;
-                    return;
-                }
-                Err(err) => {
-                    tracing::debug!(endpoint = %self.address, socket = self.role.name(), error = %err, "peer not reachable yet");
-                    // A failed connect can leave the socket half set up: start from a fresh one.
-                    let fresh = ReadSocket::new(self.role);
-                    std::mem::replace(&mut self.socket, fresh).close().await;
-                    self.events = self.socket.monitor();
-                    sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(500));
-                }
-            }
-        }
-    }
-
-    /// Closes the socket and all its connections.
-    pub(crate) async fn close(self) {
-        self.socket.close().await;
-    }
-}
-
-/// A socket that sends: bound, or dialing and re-created when its peer goes away.
-pub(crate) struct Writer {
-    socket: WriteSocket,
-    events: Receiver<SocketEvent>,
-    role: Role,
+    topics: Vec<String>,
     address: String,
     binds: bool,
     connected: bool,
 }
 
-impl Writer {
-    /// Binds `address`; answers the writer and the address it really listens on.
-    pub(crate) async fn bind(role: Role, address: &str) -> Result<(Self, String), ZmqError> {
-        let mut socket = WriteSocket::new(role);
+impl<S: ClientSocket> Supervised<S> {
+    async fn bind(role: Role, address: &str, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
+        let mut socket = S::fresh(role, &topics).await;
         let events = socket.monitor();
         let resolved = socket.bind(address).await.map_err(|err| ZmqError::Bind {
             endpoint: address.to_owned(),
             source: fault(err),
         })?;
-        let writer = Self {
+        let supervised = Self {
             socket,
             events,
             role,
+            topics,
             address: resolved.clone(),
             binds: true,
             connected: true,
         };
-        Ok((writer, resolved))
+        Ok((supervised, resolved))
     }
 
-    /// A writer that dials `address`; it connects on the first send.
-    pub(crate) fn dial(role: Role, address: &str) -> Self {
-        let mut socket = WriteSocket::new(role);
+    async fn dial(role: Role, address: &str, topics: Vec<String>) -> Self {
+        let mut socket = S::fresh(role, &topics).await;
         let events = socket.monitor();
         Self {
             socket,
             events,
             role,
+            topics,
             address: address.to_owned(),
             binds: false,
             connected: false,
         }
     }
 
-    /// Connects a dialing writer now, waiting up to `patience` for the peer.
-    pub(crate) async fn ensure_connected(&mut self, patience: Duration) -> Result<(), ZmqError> {
-        if self.binds {
-            return Ok(());
-        }
-        self.notice_disconnects().await;
-        if self.connected {
-            return Ok(());
-        }
-        let deadline = Instant::now() + patience;
-        let mut pause = Duration::from_millis(20);
-        loop {
-            let attempt = timeout(CONNECT_ATTEMPT * 2, self.socket.connect(&self.address)).await;
-            match attempt {
-                Ok(Ok(())) => {
-                    self.connected = true;
-                    return Ok(());
-                }
-                Ok(Err(err)) if Instant::now() + pause >= deadline => {
-                    return Err(ZmqError::Connect {
-                        endpoint: self.address.clone(),
-                        source: fault(err),
-                    });
-                }
-                Err(_) if Instant::now() + pause >= deadline => {
-                    return Err(ZmqError::Connect {
-                        endpoint: self.address.clone(),
-                        source: format!("no peer answered within {patience:?}").into(),
-                    });
-                }
-                _ => {
-                    self.renew().await;
-                    sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-            }
-        }
-    }
-
-    /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
-    /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
-    pub(crate) async fn send(
-        &mut self,
-        frames: Frames,
-        patience: Duration,
-    ) -> Result<(), ZmqError> {
-        let Some(mut message) = to_client(frames) else {
-            return Ok(());
-        };
-        let deadline = Instant::now() + patience;
-        loop {
-            self.ensure_connected(deadline.saturating_duration_since(Instant::now()))
-                .await?;
-            match self.socket.send(message).await {
-                Ok(()) => return Ok(()),
-                Err(ClientError::ReturnToSender { message: back, .. })
-                    if Instant::now() < deadline =>
-                {
-                    // No peer: a dialing writer lost it, a bound one has none yet.
-                    message = back;
-                    if self.binds {
-                        self.wait_for_peer(deadline).await;
-                    } else {
-                        self.renew().await;
-                    }
-                }
-                Err(err) => {
-                    if !self.binds {
-                        self.renew().await;
-                    }
-                    return Err(ZmqError::Send {
-                        endpoint: self.address.clone(),
-                        source: fault(err),
-                    });
-                }
-            }
-        }
-    }
-
-    /// Drops a dialing writer's connection when the monitor says the peer went away.
-    async fn notice_disconnects(&mut self) {
-        let mut lost = false;
-        while let Ok(event) = self.events.try_recv() {
-            lost |= matches!(event, SocketEvent::Disconnected(_));
-        }
-        if lost && self.connected {
-            tracing::info!(endpoint = %self.address, socket = self.role.name(), "the peer went away; reconnecting");
-            self.renew().await;
-        }
-    }
-
+    /// Replaces the socket with a fresh one: the old one's connections are closed.
     async fn renew(&mut self) {
-        let fresh = WriteSocket::new(self.role);
+        let fresh = S::fresh(self.role, &self.topics).await;
         std::mem::replace(&mut self.socket, fresh).close().await;
         self.events = self.socket.monitor();
         self.connected = false;
     }
 
+    /// Reacts to what the monitor reported since the last look: a dialing socket whose peer went
+    /// away is renewed.
+    async fn notice_disconnects(&mut self) {
+        if self.binds {
+            return;
+        }
+        let mut lost = false;
+        while let Ok(event) = self.events.try_recv() {
+            lost |= matches!(event, SocketEvent::Disconnected(_));
+        }
+        if lost && self.connected {
+            self.peer_went_away().await;
+        }
+    }
+
+    async fn peer_went_away(&mut self) {
+        tracing::info!(endpoint = %self.address, socket = self.role.name(), "the peer went away; reconnecting");
+        self.renew().await;
+    }
+
+    /// Connects a dialing socket, trying again until `deadline` (forever with none).
+    async fn ensure_connected(&mut self, deadline: Option<Instant>) -> Result<(), ZmqError> {
+        self.notice_disconnects().await;
+        if self.binds || self.connected {
+            return Ok(());
+        }
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let failure = match timeout(CONNECT_ATTEMPT * 2, self.socket.connect(&self.address)).await {
+                Ok(Ok(())) => {
+                    self.connected = true;
+                    return Ok(());
+                }
+                Ok(Err(err)) => fault(err),
+                Err(_) => "the peer did not complete the handshake".into(),
+            };
+            if deadline.is_some_and(|deadline| Instant::now() + pause >= deadline) {
+                return Err(ZmqError::Connect {
+                    endpoint: self.address.clone(),
+                    source: failure,
+                });
+            }
+            tracing::debug!(endpoint = %self.address, socket = self.role.name(), error = %failure, "peer not reachable yet");
+            // A failed connect can leave the socket half set up: start from a fresh one.
+            self.renew().await;
+            sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// Waits until a peer dials in, or `deadline`.
     async fn wait_for_peer(&mut self, deadline: Instant) {
         let _ = tokio::time::timeout_at(deadline, async {
             while let Some(event) = self.events.next().await {
@@ -412,8 +382,229 @@ impl Writer {
         .await;
     }
 
+    /// After a send found no peer: a dialing socket lost it, a bound one has none yet.
+    async fn no_peer(&mut self, deadline: Instant) {
+        if self.binds {
+            self.wait_for_peer(deadline).await;
+        } else {
+            self.renew().await;
+        }
+    }
+
+    fn send_failed(&self, err: ClientError) -> ZmqError {
+        ZmqError::Send {
+            endpoint: self.address.clone(),
+            source: fault(err),
+        }
+    }
+
+    async fn close(self) {
+        self.socket.close().await;
+    }
+}
+
+/// A socket that receives: bound once, or dialing and re-created whenever its peer goes away.
+pub(crate) struct Reader(Supervised<ReadSocket>);
+
+impl Reader {
+    /// Binds `address`; answers the reader and the address it really listens on (port 0
+    /// resolved). A SUB subscribes to `topics`.
+    pub(crate) async fn bind(role: Role, address: &str, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
+        let (supervised, resolved) = Supervised::bind(role, address, topics).await?;
+        Ok((Self(supervised), resolved))
+    }
+
+    /// A reader that dials `address`. It connects on the first [`recv`](Self::recv), and again
+    /// whenever the peer goes away, so a peer that is not up yet does not hold up startup.
+    pub(crate) async fn dial(role: Role, address: &str, topics: Vec<String>) -> Self {
+        Self(Supervised::dial(role, address, topics).await)
+    }
+
+    /// The next message; on a dialing reader this also keeps the connection.
+    pub(crate) async fn recv(&mut self) -> Frames {
+        let this = &mut self.0;
+        loop {
+            // Without a deadline this only returns once connected.
+            let _ = this.ensure_connected(None).await;
+            tokio::select! {
+                received = this.socket.recv() => match received {
+                    Ok(message) => return message.into_vec(),
+                    // A broken frame or a reset connection: the client drops that peer.
+                    Err(err) => {
+                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
+                        if !this.binds {
+                            this.renew().await;
+                        }
+                    }
+                },
+                Some(event) = this.events.next(), if !this.binds => {
+                    if matches!(event, SocketEvent::Disconnected(_)) {
+                        this.peer_went_away().await;
+                    }
+                }
+            }
+        }
+    }
+
     /// Closes the socket and all its connections.
     pub(crate) async fn close(self) {
-        self.socket.close().await;
+        self.0.close().await;
+    }
+}
+
+/// A socket that sends: bound, or dialing and re-created when its peer goes away.
+pub(crate) struct Writer(Supervised<WriteSocket>);
+
+impl Writer {
+    /// Binds `address`; answers the writer and the address it really listens on.
+    pub(crate) async fn bind(role: Role, address: &str) -> Result<(Self, String), ZmqError> {
+        let (supervised, resolved) = Supervised::bind(role, address, Vec::new()).await?;
+        Ok((Self(supervised), resolved))
+    }
+
+    /// A writer that dials `address`; it connects on the first send.
+    pub(crate) async fn dial(role: Role, address: &str) -> Self {
+        Self(Supervised::dial(role, address, Vec::new()).await)
+    }
+
+    /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
+    /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
+    pub(crate) async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+        let Ok(mut message) = ClientMessage::try_from(frames) else {
+            return Ok(());
+        };
+        let this = &mut self.0;
+        let deadline = Instant::now() + patience;
+        loop {
+            this.ensure_connected(Some(deadline)).await?;
+            match this.socket.send(message).await {
+                Ok(()) => return Ok(()),
+                Err(ClientError::ReturnToSender { message: back, .. }) if Instant::now() < deadline => {
+                    message = back;
+                    this.no_peer(deadline).await;
+                }
+                Err(err) => {
+                    if !this.binds {
+                        this.renew().await;
+                    }
+                    return Err(this.send_failed(err));
+                }
+            }
+        }
+    }
+
+    /// Closes the socket and all its connections.
+    pub(crate) async fn close(self) {
+        self.0.close().await;
+    }
+}
+
+/// A send handed to a duplex socket's task, and where its outcome goes.
+type Outbound = (Frames, oneshot::Sender<Result<(), ZmqError>>);
+
+/// Sends through a duplex socket's task; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct DuplexSender {
+    tx: mpsc::Sender<Outbound>,
+}
+
+impl DuplexSender {
+    /// Sends one message through the socket; answers once the client took it.
+    pub(crate) async fn send(&self, frames: Frames) -> Result<(), ZmqError> {
+        let gone = || ZmqError::ShutDown { what: "a socket" };
+        let (done, outcome) = oneshot::channel();
+        self.tx.send((frames, done)).await.map_err(|_| gone())?;
+        outcome.await.map_err(|_| gone())?
+    }
+}
+
+/// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
+/// reply can leave while requests wait to be handled.
+pub(crate) struct Duplex(Supervised<DuplexSocket>);
+
+impl Duplex {
+    /// Binds `address`; answers the socket and the address it really listens on.
+    pub(crate) async fn bind(role: Role, address: &str) -> Result<(Self, String), ZmqError> {
+        let (supervised, resolved) = Supervised::bind(role, address, Vec::new()).await?;
+        Ok((Self(supervised), resolved))
+    }
+
+    /// A socket that dials `address`, connecting in its task.
+    pub(crate) async fn dial(role: Role, address: &str) -> Self {
+        Self(Supervised::dial(role, address, Vec::new()).await)
+    }
+
+    /// Starts the socket: answers the handle that sends through it, and the task to spawn,
+    /// which hands every received message to `inbound` and ends at shutdown.
+    pub(crate) fn run(
+        self,
+        inbound: mpsc::Sender<Frames>,
+        mut shutdown: watch::Receiver<bool>,
+        patience: Duration,
+    ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
+        let (tx, mut outbound) = mpsc::channel::<Outbound>(64);
+        let mut this = self.0;
+        let task = async move {
+            // One received message waits here while the handler side is full; the socket keeps
+            // sending meanwhile, so a reply is never stuck behind the requests it answers.
+            let mut pending: Option<Frames> = None;
+            loop {
+                if !this.binds && !this.connected {
+                    tokio::select! {
+                        _ = this.ensure_connected(None) => {}
+                        () = stopped(&mut shutdown) => break,
+                    }
+                }
+                tokio::select! {
+                    biased;
+                    () = stopped(&mut shutdown) => break,
+                    Some((frames, done)) = outbound.recv() => {
+                        let sent = Self::send(&mut this, frames, patience).await;
+                        let _ = done.send(sent);
+                    }
+                    permit = inbound.reserve(), if pending.is_some() => match permit {
+                        Ok(permit) => permit.send(pending.take().unwrap_or_default()),
+                        Err(_) => break,
+                    },
+                    received = this.socket.recv(), if pending.is_none() => match received {
+                        Ok(message) => pending = Some(message.into_vec()),
+                        Err(err) => {
+                            tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
+                            if !this.binds {
+                                this.renew().await;
+                            }
+                        }
+                    },
+                    Some(event) = this.events.next(), if !this.binds => {
+                        if matches!(event, SocketEvent::Disconnected(_)) {
+                            this.peer_went_away().await;
+                        }
+                    }
+                }
+            }
+            this.close().await;
+        };
+        (DuplexSender { tx }, task)
+    }
+
+    async fn send(this: &mut Supervised<DuplexSocket>, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+        let Ok(mut message) = ClientMessage::try_from(frames) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + patience;
+        loop {
+            this.ensure_connected(Some(deadline)).await?;
+            match this.socket.send(message).await {
+                Ok(()) => return Ok(()),
+                Err(ClientError::ReturnToSender { message: back, .. }) if Instant::now() < deadline => {
+                    message = back;
+                    this.no_peer(deadline).await;
+                }
+                Err(ClientError::Other(reason)) if reason.contains("not found") => {
+                    return Err(ZmqError::UnknownPeer { endpoint: this.address.clone() });
+                }
+                Err(err) => return Err(this.send_failed(err)),
+            }
+        }
     }
 }
