@@ -4,32 +4,44 @@
 use std::{
     collections::HashMap,
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex, MutexGuard, PoisonError,
         atomic::{AtomicBool, Ordering},
     },
     time::Duration,
 };
 
 use ruststream::{Bytes, HeaderMap, Str};
-use tokio::{runtime::Handle, sync::watch, task::JoinHandle, time::timeout};
-
-use crate::{
-    delivery::{Intake, ZmqSubscriber, inbox, pump},
-    error::ZmqError,
-    monitor::ZmqMonitor,
-    routing::{Admission, Destination, Listener, OwnEndpoint, Target, route},
-    socket::{Reader, Role, Writer},
-    wire::{self, WireLimits},
+use tokio::{
+    runtime::Handle,
+    sync::{Notify, mpsc, watch},
+    task::JoinHandle,
+    time::{Instant, timeout},
 };
 
-/// How long shutdown waits for one reader to close its socket.
+use crate::{
+    delivery::{FrameSource, Inbox, Intake, PROBE_TOPIC, Reading, inbox, pump},
+    error::ZmqError,
+    monitor::ZmqMonitor,
+    routing::{
+        Admission, Destination, Listener, OwnEndpoint, ResponderTarget, Target, route,
+        route_responder,
+    },
+    rpc::ReplyBook,
+    socket::{Duplex, DuplexSender, Reader, Role, Writer},
+    wire::{self, Frames, WireLimits},
+};
+
+/// How long shutdown waits for one socket to close.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// How many requests wait between a responder's ROUTER and its reader task.
+const REQUESTS: usize = 256;
 
 /// What a broker is configured with besides its endpoint.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Settings {
+pub struct Settings {
     pub limits: WireLimits,
-    /// How long a publish waits for a peer when none is connected.
+    /// How long a publish (or a request's send) waits for a peer when none is connected.
     pub send_timeout: Duration,
     /// How long a partial batch waits for more messages.
     pub batch_wait: Duration,
@@ -45,31 +57,83 @@ impl Default for Settings {
     }
 }
 
-/// The sockets of one pattern: which reads, which writes, how its listener picks messages.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Sockets {
-    pub read: Role,
-    pub write: Role,
-    pub admission: Admission,
-    pub lone_frame_is_payload: bool,
+/// The three patterns, as the connection tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// PUSH / PULL.
+    Queue,
+    /// PUB / SUB.
+    Fanout,
+    /// ROUTER responder, DEALER requester.
+    Rpc,
+}
+
+impl Kind {
+    /// The socket a subscription reads with.
+    const fn reads_with(self) -> Role {
+        match self {
+            Self::Queue => Role::Pull,
+            Self::Fanout => Role::Sub,
+            Self::Rpc => Role::Router,
+        }
+    }
+
+    /// The socket a publish leaves through (a responder's copies go to queues).
+    const fn writes_with(self) -> Role {
+        match self {
+            Self::Queue | Self::Rpc => Role::Push,
+            Self::Fanout => Role::Pub,
+        }
+    }
+
+    const fn admission(self) -> Admission {
+        match self {
+            Self::Fanout => Admission::Prefix,
+            Self::Queue | Self::Rpc => Admission::Exact,
+        }
+    }
+
+    /// Why one broker of this pattern carries one subscription on a bound endpoint.
+    const fn one_subscription(self) -> &'static str {
+        match self {
+            Self::Queue => {
+                "a PULL takes every message, so two subscriptions could not tell theirs apart"
+            }
+            Self::Fanout => {
+                "one SUB listens on a bound endpoint, and the broker's copies are addressed to it"
+            }
+            Self::Rpc => {
+                "answers leave through the responder's own ROUTER, so a broker carries one responder"
+            }
+        }
+    }
 }
 
 type SharedWriter = Arc<tokio::sync::Mutex<Writer>>;
+
+/// The subscription this broker binds (or, for a responder, holds): its name and address.
+#[derive(Default)]
+struct Held {
+    subscription: Option<String>,
+    address: Option<String>,
+    responder: Option<DuplexSender>,
+}
 
 /// A connected broker's state, shared by its subscriptions and publishers.
 pub(crate) struct Connection {
     endpoint: String,
     binds: bool,
-    sockets: Sockets,
+    kind: Kind,
     pub(crate) settings: Settings,
     pub(crate) monitor: ZmqMonitor,
     closed: AtomicBool,
     shutdown: watch::Sender<bool>,
     runtime: Handle,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// The subscription this process binds on the endpoint: its name and resolved address.
-    listener: Mutex<Option<(String, Option<String>)>>,
+    held: Mutex<Held>,
     writers: tokio::sync::Mutex<HashMap<Target, SharedWriter>>,
+    pub(crate) replies: Arc<ReplyBook>,
+    pub(crate) requester: tokio::sync::OnceCell<crate::rpc::RequestChannel>,
 }
 
 impl Connection {
@@ -77,22 +141,24 @@ impl Connection {
     pub(crate) fn new(
         endpoint: String,
         binds: bool,
-        sockets: Sockets,
+        kind: Kind,
         settings: Settings,
         monitor: ZmqMonitor,
     ) -> Arc<Self> {
         Arc::new(Self {
             endpoint,
             binds,
-            sockets,
+            kind,
             settings,
             monitor,
             closed: AtomicBool::new(false),
             shutdown: watch::Sender::new(false),
             runtime: Handle::current(),
             tasks: Mutex::new(Vec::new()),
-            listener: Mutex::new(None),
+            held: Mutex::new(Held::default()),
             writers: tokio::sync::Mutex::new(HashMap::new()),
+            replies: Arc::default(),
+            requester: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -100,71 +166,152 @@ impl Connection {
         &self.endpoint
     }
 
-    fn closed_error(what: &'static str) -> ZmqError {
-        ZmqError::ShutDown { what }
+    pub(crate) fn binds(&self) -> bool {
+        self.binds
     }
 
+    /// Fails with [`ZmqError::ShutDown`] naming `what` once the broker has shut down.
     pub(crate) fn ensure_open(&self, what: &'static str) -> Result<(), ZmqError> {
         if self.closed.load(Ordering::Acquire) {
-            Err(Self::closed_error(what))
+            Err(ZmqError::ShutDown { what })
         } else {
             Ok(())
         }
     }
 
-    /// Opens a subscription: binds the endpoint (one subscription per bound endpoint) or dials
-    /// it, and starts the task that reads it.
-    pub(crate) async fn subscribe(
-        self: &Arc<Self>,
-        subscription: &str,
-    ) -> Result<ZmqSubscriber, ZmqError> {
+    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens a subscription: binds the endpoint (one subscription per bound endpoint, one
+    /// responder per broker) or dials it, and starts the task that reads it.
+    pub(crate) async fn subscribe(self: &Arc<Self>, subscription: &str) -> Result<Inbox, ZmqError> {
         self.ensure_open("a subscription")?;
-        let reader = if self.binds {
-            self.claim_listener(subscription)?;
-            match Reader::bind(self.sockets.read, &self.endpoint, Vec::new()).await {
-                Ok((reader, address)) => {
-                    tracing::info!(subscription, endpoint = %address, "listening");
-                    self.monitor.set_bound_address(Some(address.clone()));
-                    self.lock_listener()
-                        .as_mut()
-                        .map(|(_, at)| *at = Some(address));
-                    reader
-                }
-                Err(err) => {
-                    self.lock_listener().take();
-                    return Err(err);
-                }
-            }
-        } else {
-            tracing::info!(subscription, endpoint = %self.endpoint, "dialing");
-            Reader::dial(self.sockets.read, &self.endpoint, Vec::new()).await
-        };
-        let (tx, subscriber) = inbox(self.settings.batch_wait);
-        let intake = Intake {
-            subscription: Str::from(subscription.to_owned()),
-            lone_frame_is_payload: self.sockets.lone_frame_is_payload,
-            limits: self.settings.limits,
-            monitor: self.monitor.clone(),
-        };
-        self.spawn(pump(reader, intake, tx, self.shutdown.subscribe()));
-        Ok(subscriber)
+        let holds = self.binds || self.kind == Kind::Rpc;
+        if holds {
+            self.claim(subscription)?;
+        }
+        let opened = self.open(subscription).await;
+        if opened.is_err() && holds {
+            *self.held() = Held::default();
+        }
+        opened
     }
 
-    fn lock_listener(&self) -> std::sync::MutexGuard<'_, Option<(String, Option<String>)>> {
-        self.listener.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn claim_listener(&self, subscription: &str) -> Result<(), ZmqError> {
-        let mut listener = self.lock_listener();
-        if let Some((existing, _)) = listener.as_ref() {
+    fn claim(&self, subscription: &str) -> Result<(), ZmqError> {
+        let mut held = self.held();
+        if let Some(existing) = &held.subscription {
             return Err(ZmqError::SecondSubscription {
                 endpoint: self.endpoint.clone(),
                 existing: existing.clone(),
                 requested: subscription.to_owned(),
+                why: self.kind.one_subscription(),
             });
         }
-        *listener = Some((subscription.to_owned(), None));
+        held.subscription = Some(subscription.to_owned());
         Ok(())
+    }
+
+    async fn open(self: &Arc<Self>, subscription: &str) -> Result<Inbox, ZmqError> {
+        let role = self.kind.reads_with();
+        let bound_fanout = self.kind == Kind::Fanout && self.binds;
+        let mut topics = Vec::new();
+        if self.kind == Kind::Fanout {
+            topics.push(subscription.to_owned());
+            if bound_fanout {
+                topics.push(PROBE_TOPIC.to_owned());
+            }
+        }
+        let (source, address) = if self.kind == Kind::Rpc {
+            let (duplex, address) = if self.binds {
+                let (duplex, address) = Duplex::bind(role, &self.endpoint).await?;
+                (duplex, Some(address))
+            } else {
+                (Duplex::dial(role, &self.endpoint).await, None)
+            };
+            let (frames_tx, frames_rx) = mpsc::channel(REQUESTS);
+            let (sender, task) = duplex.run(
+                frames_tx,
+                self.shutdown_signal(),
+                self.settings.send_timeout,
+            );
+            self.spawn(task);
+            self.held().responder = Some(sender);
+            (FrameSource::Channel(frames_rx), address)
+        } else if self.binds {
+            let (reader, address) = Reader::bind(role, &self.endpoint, topics).await?;
+            (FrameSource::Socket(reader), Some(address))
+        } else {
+            (
+                FrameSource::Socket(Reader::dial(role, &self.endpoint, topics).await),
+                None,
+            )
+        };
+        match &address {
+            Some(address) => {
+                tracing::info!(subscription, endpoint = %address, "listening");
+                self.monitor.set_bound_address(Some(address.clone()));
+                self.held().address = Some(address.clone());
+            }
+            None => tracing::info!(subscription, endpoint = %self.endpoint, "dialing"),
+        }
+        let probe = bound_fanout.then(|| Arc::new(Notify::new()));
+        let reading = match self.kind {
+            Kind::Rpc => Reading::Requests {
+                book: Arc::clone(&self.replies),
+            },
+            kind => Reading::OneWay {
+                lone_frame_is_payload: kind == Kind::Queue,
+            },
+        };
+        let intake = Intake {
+            subscription: Str::from(subscription.to_owned()),
+            reading,
+            limits: self.settings.limits,
+            monitor: self.monitor.clone(),
+            probe: probe.clone(),
+        };
+        let (tx, inbox) = inbox();
+        self.spawn(pump(source, intake, tx, self.shutdown_signal()));
+        if let (Some(probe), Some(address)) = (probe, address) {
+            self.reach_own_listener(&address, &probe).await?;
+        }
+        Ok(inbox)
+    }
+
+    /// Connects the broker's own publisher to its bound fan-out listener and waits until the
+    /// listener hears it, so that no copy is lost to the slow joiner.
+    async fn reach_own_listener(&self, address: &str, probe: &Notify) -> Result<(), ZmqError> {
+        let writer = self.writer(Target::Dial(address.to_owned())).await?;
+        let deadline = Instant::now() + self.settings.send_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            writer
+                .lock()
+                .await
+                .send(vec![Bytes::from_static(PROBE_TOPIC.as_bytes())], left)
+                .await?;
+            if timeout(Duration::from_millis(20), probe.notified())
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(ZmqError::Connect {
+                    endpoint: address.to_owned(),
+                    source: format!(
+                        "the broker's own publisher did not reach its listener within {:?}",
+                        self.settings.send_timeout
+                    )
+                    .into(),
+                });
+            }
+        }
     }
 
     /// Spawns a task of this broker on the runtime it connected on, kept for shutdown.
@@ -183,9 +330,54 @@ impl Connection {
         payload: Bytes,
     ) -> Result<(), ZmqError> {
         self.ensure_open("a publisher")?;
-        let destination = Destination::parse(destination)?;
-        let frames = wire::encode(destination.name, headers, payload)?;
-        let target = self.target(&destination)?;
+        if self.kind == Kind::Rpc {
+            return self
+                .publish_from_responder(destination, headers, payload)
+                .await;
+        }
+        let parsed = Destination::parse(destination)?;
+        let frames = wire::encode(parsed.name, headers, payload)?;
+        let target = self.target(&parsed)?;
+        self.send_to(target, frames).await
+    }
+
+    async fn publish_from_responder(
+        &self,
+        destination: &str,
+        headers: &HeaderMap,
+        payload: Bytes,
+    ) -> Result<(), ZmqError> {
+        match route_responder(destination)? {
+            ResponderTarget::Dial { name, endpoint } => {
+                let frames = wire::encode(name, headers, payload)?;
+                self.send_to(Target::Dial(endpoint.to_owned()), frames)
+                    .await
+            }
+            ResponderTarget::Reply(identity) => {
+                let requester = self.replies.requester(identity.into());
+                let frames = wire::encode_reply(&requester, headers, payload)?;
+                let responder =
+                    self.held()
+                        .responder
+                        .clone()
+                        .ok_or_else(|| ZmqError::ReplyAddress {
+                            address: destination.to_owned(),
+                            why: "this broker has no responder to answer through",
+                        })?;
+                match responder.send(frames).await {
+                    Err(ZmqError::UnknownPeer { .. }) => Err(ZmqError::ReplyAddress {
+                        address: destination.to_owned(),
+                        why: "no peer with that identity is connected: it went away before its answer",
+                    }),
+                    sent => sent,
+                }?;
+                self.monitor.count_sent();
+                Ok(())
+            }
+        }
+    }
+
+    async fn send_to(&self, target: Target, frames: Frames) -> Result<(), ZmqError> {
         let writer = self.writer(target).await?;
         let mut writer = writer.lock().await;
         self.ensure_open("a publisher")?;
@@ -194,34 +386,46 @@ impl Connection {
         Ok(())
     }
 
+    /// Binds the endpoint for publishers now (a bound broker with no subscription).
+    pub(crate) async fn bind_publisher(&self) -> Result<String, ZmqError> {
+        self.ensure_open("a publisher")?;
+        self.writer(Target::Bind(self.endpoint.clone())).await?;
+        Ok(self
+            .monitor
+            .bound_address()
+            .unwrap_or_else(|| self.endpoint.clone()))
+    }
+
     /// Where a publish to `destination` leaves: the routing decision, over this broker's state.
     fn target(&self, destination: &Destination<'_>) -> Result<Target, ZmqError> {
-        let listener = self.lock_listener();
-        let listener = listener.as_ref().and_then(|(subscription, address)| {
-            address.as_deref().map(|address| Listener {
+        let held = self.held();
+        let listener = match (&held.subscription, &held.address) {
+            (Some(subscription), Some(address)) => Some(Listener {
                 subscription,
                 address,
-            })
-        });
+            }),
+            _ => None,
+        };
         let own = OwnEndpoint {
             address: &self.endpoint,
             binds: self.binds,
             listener,
-            admission: self.sockets.admission,
+            admission: self.kind.admission(),
         };
         route(&own, destination)
     }
 
     /// The writer for `target`, opened on first use and kept until shutdown.
-    pub(crate) async fn writer(&self, target: Target) -> Result<SharedWriter, ZmqError> {
+    async fn writer(&self, target: Target) -> Result<SharedWriter, ZmqError> {
         let mut writers = self.writers.lock().await;
         if let Some(writer) = writers.get(&target) {
             return Ok(Arc::clone(writer));
         }
+        let role = self.kind.writes_with();
         let writer = match &target {
-            Target::Dial(address) => Writer::dial(self.sockets.write, address).await,
+            Target::Dial(address) => Writer::dial(role, address).await,
             Target::Bind(address) => {
-                let (writer, resolved) = Writer::bind(self.sockets.write, address).await?;
+                let (writer, resolved) = Writer::bind(role, address).await?;
                 tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
                 self.monitor.set_bound_address(Some(resolved));
                 writer
@@ -251,7 +455,10 @@ impl Connection {
                 let _ = timeout(CLOSE_WAIT, writer.into_inner().close()).await;
             }
         }
-        let endpoint = self.monitor.bound_address().unwrap_or_else(|| self.endpoint.clone());
+        let endpoint = self
+            .monitor
+            .bound_address()
+            .unwrap_or_else(|| self.endpoint.clone());
         tracing::info!(%endpoint, "shut down");
     }
 }

@@ -7,13 +7,16 @@ use ruststream::{
     AckError, BatchSubscriber, BufferedSubscriber, Bytes, HeaderMap, IncomingMessage, Str,
     Subscriber,
 };
-use tokio::sync::{mpsc, watch};
+use std::sync::Arc;
+
+use tokio::sync::{Notify, mpsc, watch};
 
 use crate::{
     error::ZmqError,
     monitor::ZmqMonitor,
+    rpc::ReplyBook,
     socket::{Reader, stopped},
-    wire::{Frames, Inbound, WireLimits, decode},
+    wire::{Frames, Inbound, WireLimits, decode, decode_request},
 };
 
 /// How many decoded messages wait between the socket and the handler before the reader stops
@@ -37,6 +40,12 @@ impl ZmqMessage {
     #[must_use]
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The `correlation-id` header, which matches an answer to its request.
+    #[must_use]
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.headers.correlation_id()
     }
 }
 
@@ -76,7 +85,7 @@ pub struct ZmqSubscriber {
 }
 
 /// The channel the reader task fills.
-struct Inbox {
+pub struct Inbox {
     rx: mpsc::Receiver<ZmqMessage>,
 }
 
@@ -90,10 +99,33 @@ impl Subscriber for Inbox {
 }
 
 impl ZmqSubscriber {
-    pub(crate) fn new(rx: mpsc::Receiver<ZmqMessage>, max_wait: Duration) -> Self {
+    pub(crate) fn new(inbox: Inbox, max_wait: Duration) -> Self {
         Self {
-            buffered: BufferedSubscriber::new(Inbox { rx }).max_wait(max_wait),
+            buffered: BufferedSubscriber::new(inbox).max_wait(max_wait),
         }
+    }
+}
+
+/// The requests of one responder, one at a time.
+///
+/// It offers no batches: a ROUTER answers each peer at its own address, and the replies of a
+/// batch would share one context.
+pub struct ZmqResponderSubscriber {
+    inbox: Inbox,
+}
+
+impl ZmqResponderSubscriber {
+    pub(crate) fn new(inbox: Inbox) -> Self {
+        Self { inbox }
+    }
+}
+
+impl Subscriber for ZmqResponderSubscriber {
+    type Message = ZmqMessage;
+    type Error = ZmqError;
+
+    fn stream(&mut self) -> impl Stream<Item = Result<ZmqMessage, ZmqError>> + Send + '_ {
+        self.inbox.stream()
     }
 }
 
@@ -117,22 +149,51 @@ impl BatchSubscriber for ZmqSubscriber {
     }
 }
 
+/// How a subscription reads its frames.
+pub(crate) enum Reading {
+    /// `[name][headers][payload]`; a lone frame is a payload (the queue) or refused (the
+    /// fan-out, which filters on the name).
+    OneWay { lone_frame_is_payload: bool },
+    /// A ROUTER's requests, whose senders the book remembers for the answers.
+    Requests { book: Arc<ReplyBook> },
+}
+
 /// What the reader task needs to know about its subscription.
 pub(crate) struct Intake {
     /// The subscription's name, for logs and for a lone frame's name.
     pub subscription: Str,
-    /// Whether a lone frame is a payload here (the queue and the responder) or refused (the
-    /// fan-out, which filters on the name).
-    pub lone_frame_is_payload: bool,
+    pub reading: Reading,
     pub limits: WireLimits,
     pub monitor: ZmqMonitor,
+    /// Set on a bound fan-out: told when the broker's own publisher reaches the listener.
+    pub probe: Option<Arc<Notify>>,
 }
 
 impl Intake {
     /// Decodes one message, or warns once and counts why it was refused.
     pub(crate) fn admit(&self, frames: &Frames) -> Option<ZmqMessage> {
-        let lone = self.lone_frame_is_payload.then_some(&self.subscription);
-        match decode(frames, &self.limits, lone) {
+        if let Some(probe) = &self.probe
+            && frames.len() == 1
+            && frames[0] == PROBE_TOPIC.as_bytes()
+        {
+            probe.notify_one();
+            return None;
+        }
+        let decoded = match &self.reading {
+            Reading::OneWay {
+                lone_frame_is_payload,
+            } => decode(
+                frames,
+                &self.limits,
+                lone_frame_is_payload.then_some(&self.subscription),
+            ),
+            Reading::Requests { book } => decode_request(frames, &self.limits, &self.subscription)
+                .map(|(requester, inbound)| {
+                    book.remember(requester);
+                    inbound
+                }),
+        };
+        match decoded {
             Ok(inbound) => Some(inbound.into()),
             Err(refusal) => {
                 self.monitor.count_refusal(&refusal);
@@ -150,23 +211,50 @@ impl Intake {
     }
 }
 
+/// The topic a bound fan-out's own publisher sends to learn that its listener hears it.
+pub(crate) const PROBE_TOPIC: &str = "\u{1}ruststream-zmq.probe";
+
 /// Opens the channel between a reader task and its subscriber.
-pub(crate) fn inbox(max_wait: Duration) -> (mpsc::Sender<ZmqMessage>, ZmqSubscriber) {
+pub(crate) fn inbox() -> (mpsc::Sender<ZmqMessage>, Inbox) {
     let (tx, rx) = mpsc::channel(INBOX);
-    (tx, ZmqSubscriber::new(rx, max_wait))
+    (tx, Inbox { rx })
+}
+
+/// Where a reader task takes its frames from: a socket of its own, or a duplex socket's task.
+pub(crate) enum FrameSource {
+    Socket(Reader),
+    Channel(mpsc::Receiver<Frames>),
+}
+
+impl FrameSource {
+    async fn next(&mut self) -> Option<Frames> {
+        match self {
+            Self::Socket(reader) => Some(reader.recv().await),
+            Self::Channel(rx) => rx.recv().await,
+        }
+    }
+
+    async fn close(self) {
+        if let Self::Socket(reader) = self {
+            reader.close().await;
+        }
+    }
 }
 
 /// Reads, decodes and hands over until the broker shuts down or the subscriber is dropped, then
 /// closes the socket.
 pub(crate) async fn pump(
-    mut reader: Reader,
+    mut source: FrameSource,
     intake: Intake,
     tx: mpsc::Sender<ZmqMessage>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
         let frames = tokio::select! {
-            frames = reader.recv() => frames,
+            frames = source.next() => match frames {
+                Some(frames) => frames,
+                None => break,
+            },
             () = stopped(&mut shutdown) => break,
             () = tx.closed() => break,
         };
@@ -178,5 +266,5 @@ pub(crate) async fn pump(
             () = stopped(&mut shutdown) => break,
         }
     }
-    reader.close().await;
+    source.close().await;
 }

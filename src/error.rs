@@ -41,20 +41,21 @@ pub enum ZmqError {
         source: SocketFault,
     },
 
-    /// A second subscription on one bound queue endpoint: a PULL socket takes every message, so
-    /// two subscriptions could not tell theirs apart.
+    /// A second subscription where a broker carries one: a bound queue or fan-out endpoint, or
+    /// a responder.
     #[error(
         "subscription `{requested}` cannot open on `{endpoint}`: subscription `{existing}` already \
-         binds it, and a bound queue endpoint carries one subscription; give `{requested}` an \
-         endpoint of its own (another `ZmqQueue`)"
+         holds it, and {why}; give `{requested}` a broker (and an endpoint) of its own"
     )]
     SecondSubscription {
-        /// The bound address.
+        /// The endpoint.
         endpoint: String,
-        /// The subscription that binds it.
+        /// The subscription that holds it.
         existing: String,
         /// The subscription that was refused.
         requested: String,
+        /// Why the pattern carries one.
+        why: &'static str,
     },
 
     /// A publish whose destination would land on a subscription other than the one it names.

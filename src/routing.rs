@@ -135,6 +135,88 @@ pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Tar
     })
 }
 
+/// Where a responder's publisher sends: to a requester, or to a named place on another endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResponderTarget<'a> {
+    /// An answer, to the peer with this identity.
+    Reply(Vec<u8>),
+    /// A copy or a dead letter, through a socket dialing this endpoint, named `name`.
+    Dial {
+        /// What frame 0 carries.
+        name: &'a str,
+        /// The endpoint.
+        endpoint: &'a str,
+    },
+}
+
+/// Decides where a responder's publish goes. Its own socket only reaches the identities requests
+/// carry, so anything else must name an endpoint.
+///
+/// # Errors
+///
+/// [`ZmqError::ReplyAddress`] for a reply address that does not parse, and
+/// [`ZmqError::InvalidDestination`] for a destination that names no endpoint.
+pub fn route_responder(destination: &str) -> Result<ResponderTarget<'_>, ZmqError> {
+    if destination.starts_with(crate::wire::REPLY_PREFIX) {
+        return crate::wire::parse_reply_address(destination).map(ResponderTarget::Reply);
+    }
+    let parsed = Destination::parse(destination)?;
+    match parsed.endpoint {
+        Some(endpoint) => Ok(ResponderTarget::Dial {
+            name: parsed.name,
+            endpoint,
+        }),
+        None => Err(ZmqError::InvalidDestination {
+            destination: destination.to_owned(),
+            why: "a responder's socket sends only to the identities requests carry; name where \
+                  this goes as `name@tcp://host:port`"
+                .to_owned(),
+        }),
+    }
+}
+
+/// What becomes of a registration's dead letters, as far as the declaration alone tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadLetterFate {
+    /// They leave for another endpoint.
+    LeavesElsewhere,
+    /// A bound fan-out's dead-letter name is under its own prefix: they arrive back at it.
+    ArrivesBack,
+    /// They would land on the subscription's own listener under another name: the publisher
+    /// refuses each one and the delivery is dropped.
+    RefusedAsLoop,
+    /// They name no endpoint where the broker's own socket cannot take them (a dialing
+    /// subscription's peer only sends; a responder answers only requesters).
+    NoWayOut,
+}
+
+/// Decides [`DeadLetterFate`] for a subscription of `admission`'s pattern, bound or dialing.
+/// `responder` marks a ROUTER subscription, whose socket reaches only requesters.
+#[must_use]
+pub fn dead_letter_fate(
+    admission: Admission,
+    binds: bool,
+    responder: bool,
+    subscription: &str,
+    dead_letter: &str,
+) -> DeadLetterFate {
+    let Ok(destination) = Destination::parse(dead_letter) else {
+        return DeadLetterFate::NoWayOut;
+    };
+    if destination.endpoint.is_some() {
+        return DeadLetterFate::LeavesElsewhere;
+    }
+    if responder || !binds {
+        return DeadLetterFate::NoWayOut;
+    }
+    match admission {
+        Admission::Prefix if admission.admits(subscription, destination.name) => {
+            DeadLetterFate::ArrivesBack
+        }
+        _ => DeadLetterFate::RefusedAsLoop,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +293,29 @@ mod tests {
             route(&dialing, &Destination::parse("jobs").unwrap()).unwrap(),
             Target::Dial("tcp://127.0.0.1:1".into())
         );
+    }
+
+    #[test]
+    fn a_responder_answers_identities_and_sends_copies_only_to_named_endpoints() {
+        assert_eq!(
+            route_responder("zmq-reply:0a0b").unwrap(),
+            ResponderTarget::Reply(vec![10, 11])
+        );
+        assert_eq!(
+            route_responder("quotes.retry@tcp://127.0.0.1:7").unwrap(),
+            ResponderTarget::Dial {
+                name: "quotes.retry",
+                endpoint: "tcp://127.0.0.1:7"
+            }
+        );
+        assert!(matches!(
+            route_responder("quotes.retry"),
+            Err(ZmqError::InvalidDestination { .. })
+        ));
+        assert!(matches!(
+            route_responder("zmq-reply:xyz"),
+            Err(ZmqError::ReplyAddress { .. })
+        ));
     }
 
     #[test]

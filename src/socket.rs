@@ -279,7 +279,11 @@ struct Supervised<S: ClientSocket> {
 }
 
 impl<S: ClientSocket> Supervised<S> {
-    async fn bind(role: Role, address: &str, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
+    async fn bind(
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+    ) -> Result<(Self, String), ZmqError> {
         let mut socket = S::fresh(role, &topics).await;
         let events = socket.monitor();
         let resolved = socket.bind(address).await.map_err(|err| ZmqError::Bind {
@@ -348,14 +352,15 @@ impl<S: ClientSocket> Supervised<S> {
         }
         let mut pause = Duration::from_millis(20);
         loop {
-            let failure = match timeout(CONNECT_ATTEMPT * 2, self.socket.connect(&self.address)).await {
-                Ok(Ok(())) => {
-                    self.connected = true;
-                    return Ok(());
-                }
-                Ok(Err(err)) => fault(err),
-                Err(_) => "the peer did not complete the handshake".into(),
-            };
+            let failure =
+                match timeout(CONNECT_ATTEMPT * 2, self.socket.connect(&self.address)).await {
+                    Ok(Ok(())) => {
+                        self.connected = true;
+                        return Ok(());
+                    }
+                    Ok(Err(err)) => fault(err),
+                    Err(_) => "the peer did not complete the handshake".into(),
+                };
             if deadline.is_some_and(|deadline| Instant::now() + pause >= deadline) {
                 return Err(ZmqError::Connect {
                     endpoint: self.address.clone(),
@@ -409,7 +414,11 @@ pub(crate) struct Reader(Supervised<ReadSocket>);
 impl Reader {
     /// Binds `address`; answers the reader and the address it really listens on (port 0
     /// resolved). A SUB subscribes to `topics`.
-    pub(crate) async fn bind(role: Role, address: &str, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
+    pub(crate) async fn bind(
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+    ) -> Result<(Self, String), ZmqError> {
         let (supervised, resolved) = Supervised::bind(role, address, topics).await?;
         Ok((Self(supervised), resolved))
     }
@@ -469,7 +478,11 @@ impl Writer {
 
     /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
     /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
-    pub(crate) async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+    pub(crate) async fn send(
+        &mut self,
+        frames: Frames,
+        patience: Duration,
+    ) -> Result<(), ZmqError> {
         let Ok(mut message) = ClientMessage::try_from(frames) else {
             return Ok(());
         };
@@ -479,7 +492,9 @@ impl Writer {
             this.ensure_connected(Some(deadline)).await?;
             match this.socket.send(message).await {
                 Ok(()) => return Ok(()),
-                Err(ClientError::ReturnToSender { message: back, .. }) if Instant::now() < deadline => {
+                Err(ClientError::ReturnToSender { message: back, .. })
+                    if Instant::now() < deadline =>
+                {
                     message = back;
                     this.no_peer(deadline).await;
                 }
@@ -587,7 +602,11 @@ impl Duplex {
         (DuplexSender { tx }, task)
     }
 
-    async fn send(this: &mut Supervised<DuplexSocket>, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+    async fn send(
+        this: &mut Supervised<DuplexSocket>,
+        frames: Frames,
+        patience: Duration,
+    ) -> Result<(), ZmqError> {
         let Ok(mut message) = ClientMessage::try_from(frames) else {
             return Ok(());
         };
@@ -596,12 +615,16 @@ impl Duplex {
             this.ensure_connected(Some(deadline)).await?;
             match this.socket.send(message).await {
                 Ok(()) => return Ok(()),
-                Err(ClientError::ReturnToSender { message: back, .. }) if Instant::now() < deadline => {
+                Err(ClientError::ReturnToSender { message: back, .. })
+                    if Instant::now() < deadline =>
+                {
                     message = back;
                     this.no_peer(deadline).await;
                 }
                 Err(ClientError::Other(reason)) if reason.contains("not found") => {
-                    return Err(ZmqError::UnknownPeer { endpoint: this.address.clone() });
+                    return Err(ZmqError::UnknownPeer {
+                        endpoint: this.address.clone(),
+                    });
                 }
                 Err(err) => return Err(this.send_failed(err)),
             }

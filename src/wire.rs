@@ -252,6 +252,114 @@ pub fn decode(
     }
 }
 
+/// The header a responder stamps on every request: where its answer goes.
+pub const REPLY_TO: &str = "reply-to";
+/// The header that matches an answer to its request.
+pub const CORRELATION_ID: &str = "correlation-id";
+/// The prefix of a reply address: `zmq-reply:<hex of the peer's identity>`.
+pub const REPLY_PREFIX: &str = "zmq-reply:";
+/// The name an answer carries on frame 0.
+pub const REPLY_NAME: &str = "reply";
+
+/// Who sent a request to a ROUTER: the identity it put in front, and whether a REQ peer's empty
+/// delimiter followed (it is kept for the answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requester {
+    /// The peer's identity frame.
+    pub identity: Bytes,
+    /// Whether the request carried the REQ delimiter.
+    pub delimited: bool,
+}
+
+/// Reads a request off a ROUTER: `[identity]`, a REQ peer's empty delimiter, then a one-way
+/// message (a lone frame is the payload, named `lone_name`). The answer's address is stamped on
+/// the headers as `reply-to`, overwriting any the peer sent.
+///
+/// # Errors
+///
+/// A [`Refusal`] naming the rule the frames break.
+pub fn decode_request(
+    frames: &[Bytes],
+    limits: &WireLimits,
+    lone_name: &Str,
+) -> Result<(Requester, Inbound), Refusal> {
+    check_sizes(frames, limits)?;
+    let [identity, rest @ ..] = frames else {
+        return Err(Refusal::NoIdentity);
+    };
+    let (delimited, body) = match rest {
+        [delimiter, body @ ..] if delimiter.is_empty() && !body.is_empty() => (true, body),
+        body => (false, body),
+    };
+    let mut inbound = decode(body, limits, Some(lone_name))?;
+    inbound.headers.insert(REPLY_TO, reply_address(identity));
+    let requester = Requester {
+        identity: identity.clone(),
+        delimited,
+    };
+    Ok((requester, inbound))
+}
+
+/// `zmq-reply:<hex of identity>`.
+#[must_use]
+pub fn reply_address(identity: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut address = String::with_capacity(REPLY_PREFIX.len() + identity.len() * 2);
+    address.push_str(REPLY_PREFIX);
+    for byte in identity {
+        let _ = write!(address, "{byte:02x}");
+    }
+    address
+}
+
+/// The identity a reply address names.
+///
+/// # Errors
+///
+/// [`ZmqError::ReplyAddress`] naming the address: no `zmq-reply:` prefix, not ASCII, not hex, or
+/// empty.
+pub fn parse_reply_address(address: &str) -> Result<Vec<u8>, ZmqError> {
+    let invalid = |why: &'static str| ZmqError::ReplyAddress {
+        address: address.to_owned(),
+        why,
+    };
+    let hex = address
+        .strip_prefix(REPLY_PREFIX)
+        .ok_or_else(|| invalid("it does not start with `zmq-reply:`"))?;
+    if !hex.is_ascii() {
+        return Err(invalid("the identity is not ASCII hex"));
+    }
+    if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 510 {
+        return Err(invalid(
+            "the identity must be 1 to 255 bytes written as pairs of hex digits",
+        ));
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| invalid("the identity is not hex"))
+}
+
+/// Writes an answer for a ROUTER: `[identity][(empty)][reply][headers][payload]`.
+///
+/// # Errors
+///
+/// [`ZmqError::InvalidHeader`] for a header the format cannot carry.
+pub fn encode_reply(
+    requester: &Requester,
+    headers: &HeaderMap,
+    payload: Bytes,
+) -> Result<Frames, ZmqError> {
+    let mut frames = Vec::with_capacity(5);
+    frames.push(requester.identity.clone());
+    if requester.delimited {
+        frames.push(Bytes::new());
+    }
+    frames.extend(encode(REPLY_NAME, headers, payload)?);
+    Ok(frames)
+}
+
 /// The checks that need no parsing: the frame count and the total size.
 pub(crate) fn check_sizes(frames: &[Bytes], limits: &WireLimits) -> Result<(), Refusal> {
     if frames.len() > limits.frames {
@@ -478,6 +586,45 @@ mod tests {
                 limit: 3
             })
         ));
+    }
+
+    #[test]
+    fn a_request_carries_its_identity_and_keeps_a_req_delimiter() {
+        let limits = WireLimits::default();
+        let (who, msg) = decode_request(
+            &frames(&[b"\x01\xff", b"", b"quotes", b"reply-to: forged", b"{}"]),
+            &limits,
+            &name(),
+        )
+        .unwrap();
+        assert!(who.delimited);
+        assert_eq!(msg.headers.get_str("reply-to"), Some("zmq-reply:01ff"));
+        assert_eq!(&*msg.name, "quotes");
+        let (who, msg) = decode_request(&frames(&[b"id", b"{}"]), &limits, &name()).unwrap();
+        assert!(!who.delimited);
+        assert_eq!(&*msg.name, "payments");
+        assert_eq!(
+            decode_request(&[], &limits, &name()),
+            Err(Refusal::NoIdentity)
+        );
+    }
+
+    #[test]
+    fn a_reply_address_round_trips_and_bad_ones_name_themselves() {
+        assert_eq!(
+            parse_reply_address(&reply_address(b"\x00ab")).unwrap(),
+            b"\x00ab"
+        );
+        for bad in [
+            "zmq-reply:",
+            "zmq-reply:abc",
+            "zmq-reply:zz",
+            "zmq-reply:\u{e9}\u{e9}",
+            "elsewhere",
+        ] {
+            let err = parse_reply_address(bad).unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+        }
     }
 
     #[test]

@@ -130,7 +130,7 @@ async fn a_second_subscription_on_a_bound_endpoint_is_refused_at_startup() {
         .expect("two subscriptions on one bound queue start")
         .to_string();
     assert!(
-        err.contains("`second`") && err.contains("`first` already binds"),
+        err.contains("`second`") && err.contains("`first` already holds it"),
         "{err}"
     );
 }
@@ -198,7 +198,7 @@ async fn a_dialing_pull_subscription_comes_back_after_its_peer_restarts() {
     let running = app.start().await.unwrap();
     for id in [1, 2] {
         // A fresh peer each round: the first one goes away and a new one binds the same port.
-        let upstream = Feeder::bind(&upstream_address).await;
+        let (upstream, _) = Feeder::bind(&upstream_address).await;
         upstream
             .send(
                 "restarts",

@@ -396,8 +396,7 @@ async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
 async fn a_dialing_queue_copies_go_where_out_retry_names() {
     let retry_port = free_port();
     // The peer that only sends: a PUSH bound by a queue with no subscription.
-    let upstream_address = format!("tcp://127.0.0.1:{}", free_port());
-    let upstream = Feeder::bind(&upstream_address).await;
+    let (upstream, upstream_address) = Feeder::bind("tcp://127.0.0.1:0").await;
 
     let (calls, mut journal) = journal();
     let app = service!(
@@ -444,8 +443,7 @@ async fn a_dialing_queue_copies_go_where_out_retry_names() {
 async fn a_dialing_queue_takes_the_frameworks_out_retry_to_form() {
     let retry_port = free_port();
     // The peer that only sends: a PUSH bound by a queue with no subscription.
-    let upstream_address = format!("tcp://127.0.0.1:{}", free_port());
-    let upstream = Feeder::bind(&upstream_address).await;
+    let (upstream, upstream_address) = Feeder::bind("tcp://127.0.0.1:0").await;
 
     let (calls, mut journal) = journal();
     let app = service!(

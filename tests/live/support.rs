@@ -152,14 +152,15 @@ impl Feeder {
         )
     }
 
-    /// A PUSH that binds `address` (on its first send) for a dialing subscription.
-    pub async fn bind(address: &str) -> Self {
-        Self::of(
-            ZmqQueue::new(ZmqEndpoint::bind(address))
-                .connect()
-                .await
-                .unwrap(),
-        )
+    /// A PUSH that binds `address` for a dialing subscription; answers it and the address it
+    /// listens on.
+    pub async fn bind(address: &str) -> (Self, String) {
+        let connected = ZmqQueue::new(ZmqEndpoint::bind(address))
+            .connect()
+            .await
+            .unwrap();
+        let bound = connected.bind_publisher().await.unwrap();
+        (Self::of(connected), bound)
     }
 
     fn of<S: ruststream_zmq::Side>(connected: ConnectedZmqQueue<S>) -> Self {

@@ -1,0 +1,268 @@
+//! The broker of every pattern: `ZmqBroker<Pattern, Side>`, its connected form, and the broker
+//! contract's impls. `ZmqQueue`, `ZmqFanout` and `ZmqRpc` are its three names.
+
+use std::{marker::PhantomData, sync::Arc, time::Duration};
+
+use ruststream::{
+    Broker, ConnectedBroker, CopyPath, DefaultPublish, PairError, PublishPolicy, Subscribe,
+    Subscriber,
+};
+
+use crate::{
+    connection::{Connection, Kind, Settings},
+    delivery::Inbox,
+    endpoint::{Bound, Side, ZmqEndpoint},
+    error::ZmqError,
+    monitor::ZmqMonitor,
+    publish::{ZmqPublish, ZmqPublisher},
+    subscription::OneWay,
+    wire::WireLimits,
+};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::QueueKind {}
+    impl Sealed for super::FanoutKind {}
+    impl Sealed for super::RpcKind {}
+}
+
+/// One of the three patterns a [`ZmqBroker`] speaks. Sealed.
+pub trait Pattern: sealed::Sealed + Send + Sync + 'static {
+    /// What a subscription of this pattern yields.
+    type Subscriber: Subscriber<Message = crate::ZmqMessage, Error = ZmqError> + Send;
+    /// What a by-name subscription of this pattern on side `S` declares about its retry copies.
+    type Copies<S: Side>: CopyPath;
+    /// The pattern, as the connection tells it.
+    #[doc(hidden)]
+    const KIND: Kind;
+    /// Wraps the reader task's channel into this pattern's subscriber.
+    #[doc(hidden)]
+    fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber;
+}
+
+/// The queue pattern: PUSH publishers, PULL subscriptions; each message to one reader.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueueKind;
+
+/// The fan-out pattern: PUB publishers, SUB subscriptions filtering on a name prefix.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FanoutKind;
+
+/// Request-reply: ROUTER responders, DEALER requesters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RpcKind;
+
+impl Pattern for QueueKind {
+    type Subscriber = crate::ZmqSubscriber;
+    type Copies<S: Side> = S::Copies;
+    const KIND: Kind = Kind::Queue;
+    fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber {
+        crate::ZmqSubscriber::new(inbox, settings.batch_wait)
+    }
+}
+
+impl Pattern for FanoutKind {
+    type Subscriber = crate::ZmqSubscriber;
+    type Copies<S: Side> = S::Copies;
+    const KIND: Kind = Kind::Fanout;
+    fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber {
+        crate::ZmqSubscriber::new(inbox, settings.batch_wait)
+    }
+}
+
+impl Pattern for RpcKind {
+    type Subscriber = crate::ZmqResponderSubscriber;
+    /// A responder's name is not a destination on either side.
+    type Copies<S: Side> = ruststream::NamedCopies;
+    const KIND: Kind = Kind::Rpc;
+    fn subscriber(inbox: Inbox, _settings: &Settings) -> Self::Subscriber {
+        crate::ZmqResponderSubscriber::new(inbox)
+    }
+}
+
+/// A ZeroMQ broker of pattern `P` over one endpoint of side `S`. Use it by its names:
+/// [`ZmqQueue`], [`ZmqFanout`], [`ZmqRpc`].
+pub struct ZmqBroker<P: Pattern, S: Side = Bound> {
+    endpoint: ZmqEndpoint<S>,
+    settings: Settings,
+    monitor: ZmqMonitor,
+    pattern: PhantomData<fn() -> P>,
+}
+
+/// The queue pattern over one endpoint: each message reaches one reader.
+///
+/// On a bound endpoint ([`ZmqEndpoint::bind`]) this process listens: one subscription binds
+/// it, peers PUSH to it, and a retry copy goes back to that listener. On a dialing endpoint
+/// ([`ZmqEndpoint::dial`]) this process connects to a peer that only sends, so a registration
+/// must say where its copies go (`out_retry(destination)`).
+///
+/// ```
+/// use ruststream_zmq::prelude::*;
+///
+/// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+///     .limits(WireLimits::default().max_message_bytes(1 << 20));
+/// let monitor = broker.monitor(); // the bound address once started, the refusals
+/// # let _ = (broker, monitor);
+/// ```
+pub type ZmqQueue<S = Bound> = ZmqBroker<QueueKind, S>;
+
+/// The fan-out pattern over one endpoint: every subscriber whose prefix a name starts with gets
+/// the message.
+///
+/// A subscription named `orders` receives `orders` and `orders.eu`. A bound subscription's
+/// copies go back to its own listener; a dialing one names where (`out_retry(destination)`).
+/// PUB drops what a subscriber cannot take: each subscriber has a queue of 100,000 messages in
+/// the client, and a slow one loses messages past that without slowing the others.
+pub type ZmqFanout<S = Bound> = ZmqBroker<FanoutKind, S>;
+
+/// Request-reply over one endpoint: a responder (ROUTER) answers each request at the identity
+/// it carries; a requester (DEALER, the `Request` policy) keeps many requests in flight on one
+/// connection.
+pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S>;
+
+impl<P: Pattern, S: Side> ZmqBroker<P, S> {
+    /// A broker over `endpoint`. Records the configuration; opens nothing until connect.
+    #[must_use]
+    pub fn new(endpoint: ZmqEndpoint<S>) -> Self {
+        Self {
+            endpoint,
+            settings: Settings::default(),
+            monitor: ZmqMonitor::default(),
+            pattern: PhantomData,
+        }
+    }
+
+    /// What this broker accepts from peers; a message over a limit is refused and counted.
+    #[must_use]
+    pub fn limits(mut self, limits: WireLimits) -> Self {
+        self.settings.limits = limits;
+        self
+    }
+
+    /// How long a publish waits for a peer when none is connected (default 5 s).
+    #[must_use]
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.send_timeout = timeout;
+        self
+    }
+
+    /// How long a partial batch waits for more messages (default 20 ms).
+    #[must_use]
+    pub fn batch_wait(mut self, wait: Duration) -> Self {
+        self.settings.batch_wait = wait;
+        self
+    }
+
+    /// A handle on the live figures of this broker: its bound address, its refusals.
+    #[must_use]
+    pub fn monitor(&self) -> ZmqMonitor {
+        self.monitor.clone()
+    }
+}
+
+/// A connected [`ZmqBroker`]: opens subscriptions and pairs publishers.
+pub struct ConnectedZmq<P: Pattern, S: Side = Bound> {
+    pub(crate) connection: Arc<Connection>,
+    marker: PhantomData<fn() -> (P, S)>,
+}
+
+/// A connected [`ZmqQueue`].
+pub type ConnectedZmqQueue<S = Bound> = ConnectedZmq<QueueKind, S>;
+/// A connected [`ZmqFanout`].
+pub type ConnectedZmqFanout<S = Bound> = ConnectedZmq<FanoutKind, S>;
+/// A connected [`ZmqRpc`].
+pub type ConnectedZmqRpc<S = Bound> = ConnectedZmq<RpcKind, S>;
+
+impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
+    /// A live publisher of this broker, as the default policy pairs it.
+    #[must_use]
+    pub fn publisher(&self) -> ZmqPublisher {
+        ZmqPublisher {
+            connection: Arc::clone(&self.connection),
+        }
+    }
+
+    /// A handle on the live figures of this broker.
+    #[must_use]
+    pub fn monitor(&self) -> ZmqMonitor {
+        self.connection.monitor.clone()
+    }
+}
+
+impl<P: OneWay> ConnectedZmq<P, Bound> {
+    /// Binds the endpoint for this broker's publishers now rather than at the first publish, so
+    /// peers can dial in before anything is sent; answers the address, port resolved. For a
+    /// broker that only publishes (its endpoint then carries no subscription).
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::Bind`] when the address is taken, [`ZmqError::ShutDown`] after shutdown.
+    pub async fn bind_publisher(&self) -> Result<String, ZmqError> {
+        self.connection.bind_publisher().await
+    }
+}
+
+impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
+    type Error = ZmqError;
+    type Connected = ConnectedZmq<P, S>;
+
+    async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
+        let endpoint = self.endpoint.checked()?.to_owned();
+        let connection = Connection::new(endpoint, S::BINDS, P::KIND, self.settings, self.monitor);
+        Ok(ConnectedZmq {
+            connection,
+            marker: PhantomData,
+        })
+    }
+}
+
+impl<P: Pattern, S: Side> ConnectedBroker for ConnectedZmq<P, S> {
+    type Error = ZmqError;
+    type Closed = ();
+
+    /// Closes every socket (a bound port is free again when this returns) and ends every task;
+    /// publishers made before answer [`ZmqError::ShutDown`] afterwards.
+    async fn shutdown(self) -> Result<(), ZmqError> {
+        self.connection.shutdown().await;
+        Ok(())
+    }
+}
+
+impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
+    type Subscriber = P::Subscriber;
+    /// Bound queue and fan-out: a publish under the subscription's name reaches its own
+    /// listener. Dialing, and every responder: the mount site names a destination.
+    type Copies = P::Copies<S>;
+
+    async fn subscribe(&self, name: &str) -> Result<P::Subscriber, ZmqError> {
+        self.connection
+            .subscribe(name)
+            .await
+            .map(|inbox| P::subscriber(inbox, &self.connection.settings))
+    }
+
+    fn declare_retry(
+        &self,
+        name: &str,
+        declaration: &ruststream::RetryDeclaration,
+    ) -> Result<(), ruststream::DeclareRetryError> {
+        crate::subscription::warn_about_dead_letter(P::KIND, S::BINDS, name, declaration);
+        Ok(())
+    }
+}
+
+impl<P: Pattern, S: Side> PublishPolicy<ConnectedZmq<P, S>> for ZmqPublish {
+    type Live = ZmqPublisher;
+
+    async fn pair(self, connected: &ConnectedZmq<P, S>) -> Result<ZmqPublisher, PairError> {
+        connected
+            .connection
+            .ensure_open("a publisher")
+            .map_err(PairError::new)?;
+        Ok(connected.publisher())
+    }
+}
+
+impl<P: Pattern, S: Side> DefaultPublish for ConnectedZmq<P, S> {
+    type Policy = ZmqPublish;
+}

@@ -1,0 +1,248 @@
+//! The subscription builders: a name, and where a subscription's retry copies go when its side
+//! does not say.
+
+use std::{borrow::Cow, marker::PhantomData};
+
+use ruststream::{
+    AddressedCopies, FromName, RedeliveryAddress, RedeliveryAddressed, RetryDeclaration,
+    SubscriptionSource,
+    runtime::{Declared, SubscriberBuilder, SubscriberSettings},
+};
+
+use crate::{
+    broker::{ConnectedZmq, FanoutKind, Pattern, QueueKind},
+    connection::Kind,
+    endpoint::{Dialing, Ready, Side, WantsRetryDestination},
+    error::ZmqError,
+    routing::{Admission, DeadLetterFate, dead_letter_fate},
+};
+
+/// A queue or fan-out subscription: its name, and on a dialing endpoint where its retry copies
+/// go. Use it by its names, [`QueueSubscription`] and [`FanoutSubscription`].
+///
+/// On a bound endpoint it starts [`Ready`]. On a dialing endpoint it starts
+/// [`WantsRetryDestination`] and is not a subscription until `out_retry(destination)` has named
+/// where copies go: mounting it before is a compile error.
+pub struct Subscription<P, S: Side, State = <S as Side>::Fresh> {
+    name: Cow<'static, str>,
+    retry_to: Option<Cow<'static, str>>,
+    marker: PhantomData<fn() -> (P, S, State)>,
+}
+
+/// A [`ZmqQueue`](crate::ZmqQueue) subscription.
+///
+/// ```
+/// use ruststream_zmq::{Bound, Dialing, QueueSubscription};
+///
+/// let bound = QueueSubscription::<Bound>::new("payments");
+/// let dialing = QueueSubscription::<Dialing>::new("payments")
+///     .out_retry("payments.retry@tcp://127.0.0.1:5556");
+/// # let _ = (bound, dialing);
+/// ```
+pub type QueueSubscription<S, State = <S as Side>::Fresh> = Subscription<QueueKind, S, State>;
+
+/// A [`ZmqFanout`](crate::ZmqFanout) subscription; its name is the prefix it filters on.
+///
+/// ```
+/// use ruststream_zmq::{Dialing, FanoutSubscription};
+///
+/// let orders = FanoutSubscription::<Dialing>::new("orders")
+///     .out_retry("orders.retry@tcp://127.0.0.1:5557");
+/// # let _ = orders;
+/// ```
+pub type FanoutSubscription<S, State = <S as Side>::Fresh> = Subscription<FanoutKind, S, State>;
+
+impl<P, S: Side, State> Clone for Subscription<P, S, State> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            retry_to: self.retry_to.clone(),
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<P, S: Side, State> std::fmt::Debug for Subscription<P, S, State> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("name", &self.name)
+            .field("side", &S::NAME)
+            .field("retry_to", &self.retry_to)
+            .finish()
+    }
+}
+
+impl<P, S: Side> Subscription<P, S> {
+    /// A subscription named `name`, in the state its side starts in.
+    #[must_use]
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            name: name.into(),
+            retry_to: None,
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<P> Subscription<P, Dialing, WantsRetryDestination> {
+    /// Names where this subscription's retry copies (and dead letters) go: a destination such as
+    /// `"payments.retry@tcp://127.0.0.1:5556"`, usually a queue the service binds for itself.
+    #[must_use]
+    pub fn out_retry(
+        self,
+        destination: impl Into<Cow<'static, str>>,
+    ) -> Subscription<P, Dialing, Ready> {
+        Subscription {
+            name: self.name,
+            retry_to: Some(destination.into()),
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<P, S: Side> FromName for Subscription<P, S> {
+    fn from_name(name: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(name)
+    }
+}
+
+/// The one-way patterns, whose subscriptions this builder opens.
+pub trait OneWay: Pattern {}
+impl OneWay for QueueKind {}
+impl OneWay for FanoutKind {}
+
+impl<P: OneWay, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
+    type Subscriber = P::Subscriber;
+    type Copies = AddressedCopies;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn subscribe(self, connected: &ConnectedZmq<P, S>) -> Result<P::Subscriber, ZmqError> {
+        ruststream::Subscribe::subscribe(connected, &self.name).await
+    }
+
+    fn declare_retry(self, declaration: &RetryDeclaration) -> Self {
+        warn_about_dead_letter(P::KIND, S::BINDS, &self.name, declaration);
+        self
+    }
+}
+
+impl<P: OneWay, S: Side> RedeliveryAddressed<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
+    /// A bound subscription's own name (its listener); a dialing one's named destination.
+    async fn redelivery_address(
+        &self,
+        _connected: &ConnectedZmq<P, S>,
+    ) -> Result<RedeliveryAddress, ZmqError> {
+        Ok(RedeliveryAddress::new(
+            self.retry_to.clone().unwrap_or_else(|| self.name.clone()),
+        ))
+    }
+}
+
+/// A subscription builder that still has to be told where its retry copies go.
+pub trait WantsDestination {
+    /// The builder once told.
+    type Told;
+    /// Names where the copies go.
+    fn told(self, destination: Cow<'static, str>) -> Self::Told;
+}
+
+impl<P> WantsDestination for Subscription<P, Dialing, WantsRetryDestination> {
+    type Told = Subscription<P, Dialing, Ready>;
+    fn told(self, destination: Cow<'static, str>) -> Self::Told {
+        self.out_retry(destination)
+    }
+}
+
+/// The mount-site step that names where a subscription's retry copies go, on a
+/// `#[subscriber(QueueSubscription::<Dialing>)]` definition (likewise a dialing
+/// `FanoutSubscription` or a `Responder`) or its builder.
+///
+/// ```
+/// use ruststream_zmq::prelude::*;
+///
+/// #[subscriber(QueueSubscription::<Dialing>)]
+/// async fn charge(payment: &serde_json::Value) -> HandlerOutcome {
+///     let _ = payment;
+///     HandlerOutcome::ack()
+/// }
+///
+/// fn app() -> RustStream {
+///     RustStream::new(AppInfo::new("payments", "0.1.0")).with_broker(
+///         ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:5555")),
+///         |b| {
+///             b.include(charge.name("payments").out_retry("payments.retry@tcp://127.0.0.1:5556"));
+///         },
+///     )
+/// }
+/// # let _ = app;
+/// ```
+pub trait OutRetry {
+    /// The builder with a destination for its copies.
+    type Out;
+
+    /// Names where this subscription's retry copies (and dead letters) go.
+    fn out_retry(self, destination: impl Into<Cow<'static, str>>) -> Self::Out;
+}
+
+impl<D, Def, Src, State, DC> OutRetry for D
+where
+    D: Declared<Settings = SubscriberBuilder<Def, Src, State, DC>>,
+    Src: WantsDestination,
+{
+    type Out = SubscriberBuilder<Def, Src::Told, State, DC>;
+
+    fn out_retry(self, destination: impl Into<Cow<'static, str>>) -> Self::Out {
+        let destination = destination.into();
+        self.map_source(move |source| source.told(destination))
+    }
+}
+
+/// Says at startup what will become of a registration's dead letters where the declaration
+/// alone shows they will not reach another endpoint.
+pub(crate) fn warn_about_dead_letter(
+    kind: Kind,
+    binds: bool,
+    subscription: &str,
+    declaration: &RetryDeclaration,
+) {
+    let Some(dead_letter) = declaration.dead_letter() else {
+        return;
+    };
+    let admission = if kind == Kind::Fanout {
+        Admission::Prefix
+    } else {
+        Admission::Exact
+    };
+    match dead_letter_fate(
+        admission,
+        binds,
+        kind == Kind::Rpc,
+        subscription,
+        dead_letter,
+    ) {
+        DeadLetterFate::LeavesElsewhere => {}
+        DeadLetterFate::ArrivesBack => tracing::warn!(
+            subscription,
+            dead_letter,
+            "the dead-letter name is under this fan-out subscription's own prefix, so dead \
+             letters arrive back at it; name another endpoint (`{dead_letter}@tcp://host:port`) \
+             to park them elsewhere"
+        ),
+        DeadLetterFate::RefusedAsLoop => tracing::warn!(
+            subscription,
+            dead_letter,
+            "the dead letter would come back to this subscription's own listener, so the \
+             publisher will refuse each one and the delivery is dropped; name another endpoint \
+             (`{dead_letter}@tcp://host:port`)"
+        ),
+        DeadLetterFate::NoWayOut => tracing::warn!(
+            subscription,
+            dead_letter,
+            "the dead-letter destination names no endpoint, and this subscription's own socket \
+             cannot take it; name one (`{dead_letter}@tcp://host:port`)"
+        ),
+    }
+}
