@@ -78,7 +78,7 @@ impl Kind {
         }
     }
 
-    /// The socket a publish leaves through (a responder's copies go to queues).
+    /// The socket a publish to the broker's own endpoint leaves through.
     const fn writes_with(self) -> Role {
         match self {
             Self::Queue | Self::Rpc => Role::Push,
@@ -424,6 +424,7 @@ impl Connection {
         let role = self.kind.writes_with();
         let writer = match &target {
             Target::Dial(address) => Writer::dial(role, address).await,
+            Target::Queue(address) => Writer::dial(Role::Push, address).await,
             Target::Bind(address) => {
                 let (writer, resolved) = Writer::bind(role, address).await?;
                 tracing::info!(endpoint = %resolved, "publishing to peers that dial in");

@@ -97,10 +97,14 @@ pub struct OwnEndpoint<'a> {
 /// The socket a publish leaves through.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {
-    /// A socket dialing this address.
+    /// A socket of the broker's pattern dialing this address: its own endpoint, or the listener
+    /// of its own bound subscription.
     Dial(String),
-    /// A socket listening on this address, for peers that dial in.
+    /// A socket of the broker's pattern listening on this address, for peers that dial in.
     Bind(String),
+    /// A PUSH dialing a queue at this address: an `@endpoint` destination. Copies and dead
+    /// letters are work to be done once, so a named place is a queue whatever the pattern.
+    Queue(String),
 }
 
 /// Decides the socket for a publish to `destination` from a broker whose endpoint is `own`.
@@ -129,7 +133,7 @@ pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Tar
         return Ok(Target::Dial(listener.address.to_owned()));
     }
     Ok(match destination.endpoint {
-        Some(endpoint) => Target::Dial(endpoint.to_owned()),
+        Some(endpoint) => Target::Queue(endpoint.to_owned()),
         None if own.binds => Target::Bind(own.address.to_owned()),
         None => Target::Dial(own.address.to_owned()),
     })

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod fanout;
 mod queue_lifecycle;
 mod queue_settlement;
 mod queue_wire;

@@ -1,0 +1,344 @@
+//! `ZmqFanout` on real sockets: prefix filtering, copies by side, dead letters under the own
+//! prefix, several subscribers and a slow one.
+
+use std::{convert::Infallible, sync::Arc};
+
+use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
+use ruststream_zmq::{ZmqPublisher, prelude::*};
+use tokio::sync::Semaphore;
+
+use crate::support::{
+    Attempt, Calls, Journal, Payment, Plan, capture_logs, free_port, journal, logged,
+};
+
+#[derive(FromRef)]
+struct AppState {
+    calls: Calls,
+    gate: Gate,
+}
+
+/// Holds a handler until the test opens it; open by default.
+#[derive(Clone)]
+struct Gate(Arc<Semaphore>);
+
+impl Gate {
+    fn open() -> Self {
+        Self(Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)))
+    }
+    fn closed() -> Self {
+        Self(Arc::new(Semaphore::new(0)))
+    }
+}
+
+#[subscriber]
+async fn listen(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+    State(gate): State<Gate>,
+) -> HandlerOutcome {
+    let _permit = gate.0.acquire().await;
+    calls.record("listen", payment.id, attempt.retry_count);
+    payment.plan.outcome(attempt.retry_count)
+}
+
+#[subscriber(FanoutSubscription::<Dialing>)]
+async fn dialing_listen(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+    State(gate): State<Gate>,
+) -> HandlerOutcome {
+    let _permit = gate.0.acquire().await;
+    calls.record("listen", payment.id, attempt.retry_count);
+    payment.plan.outcome(attempt.retry_count)
+}
+
+#[subscriber]
+async fn again(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    calls.record("again", payment.id, attempt.retry_count);
+    HandlerOutcome::ack()
+}
+
+/// The app state's startup hook, over `calls` and `gate`.
+macro_rules! state {
+    ($calls:expr, $gate:expr) => {{
+        let (calls, gate) = ($calls, $gate);
+        async move |()| Ok::<_, Infallible>(AppState { calls, gate })
+    }};
+}
+
+async fn publish(publisher: &ZmqPublisher, name: &str, id: u64, plan: Plan) {
+    let body = BytesMut::from(
+        serde_json::to_vec(&Payment { id, plan })
+            .unwrap()
+            .as_slice(),
+    );
+    publisher
+        .publish(OutgoingMessage::produced(name, body), None)
+        .await
+        .unwrap();
+}
+
+/// PUB drops what it sends before a subscription reaches it (the slow joiner): send a warm-up
+/// under `name` until every journal has seen one.
+async fn warm_up(publisher: &ZmqPublisher, name: &str, journals: &mut [&mut Journal]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    for id in 1_000_000.. {
+        publish(publisher, name, id, Plan::Ack).await;
+        let mut all = true;
+        for journal in journals.iter_mut() {
+            let seen = tokio::time::timeout(
+                std::time::Duration::from_millis(50),
+                journal.until("a warm-up", |s| !s.is_empty()),
+            )
+            .await;
+            all &= seen.is_ok();
+        }
+        if all {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no subscriber heard the publisher"
+        );
+    }
+    for journal in journals.iter_mut() {
+        journal.seen.clear();
+    }
+}
+
+/// A PUB dialing a bound fan-out service.
+async fn dialing_publisher(
+    address: &str,
+) -> (ruststream_zmq::ConnectedZmqFanout<Dialing>, ZmqPublisher) {
+    let connected = ZmqFanout::new(ZmqEndpoint::dial(address))
+        .connect()
+        .await
+        .unwrap();
+    let publisher = connected.publisher();
+    (connected, publisher)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_name_is_a_prefix_filter() {
+    let (calls, mut journal) = journal();
+    let broker = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("fanout", "0.1.0"))
+        .on_startup(state!(calls, Gate::open()))
+        .with_broker(broker, |b| {
+            b.include(listen.name("orders"));
+        });
+    let running = app.start().await.unwrap();
+    let (peer, publisher) = dialing_publisher(&monitor.bound_address().unwrap()).await;
+    warm_up(&publisher, "orders.warmup", &mut [&mut journal]).await;
+    publish(&publisher, "orders", 1, Plan::Ack).await;
+    publish(&publisher, "invoices", 2, Plan::Ack).await;
+    publish(&publisher, "orders.eu", 3, Plan::Ack).await;
+    // One connection keeps its order: once the last arrived, the filtered one would have too.
+    publish(&publisher, "orders.end", 4, Plan::Ack).await;
+    let seen = journal
+        .until("the last order", |s| s.iter().any(|s| s.id == 4))
+        .await;
+    let ids: Vec<_> = seen.iter().map(|s| s.id).collect();
+    assert_eq!(
+        ids,
+        [1, 3, 4],
+        "`orders` hears `orders` and `orders.eu`, not `invoices`"
+    );
+    running.shutdown().await.unwrap();
+    peer.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bound_fanout_copies_reach_its_own_listener_from_the_first_one() {
+    let (calls, mut journal) = journal();
+    let broker = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("fanout", "0.1.0"))
+        .on_startup(state!(calls, Gate::open()))
+        .with_broker(broker, |b| {
+            b.include(listen.name("copies"))
+                .max_attempts(nonzero!(4u32));
+        });
+    let running = app.start().await.unwrap();
+    let (peer, publisher) = dialing_publisher(&monitor.bound_address().unwrap()).await;
+    warm_up(&publisher, "copies.warmup", &mut [&mut journal]).await;
+    let sent_before = monitor.sent();
+    publish(&publisher, "copies", 1, Plan::Retry { times: 3 }).await;
+    let seen = journal.until("three copies", |s| s.len() == 4).await;
+    let counts: Vec<_> = seen.iter().map(|s| s.retry_count).collect();
+    assert_eq!(counts, [None, Some(1), Some(2), Some(3)]);
+    assert_eq!(
+        monitor.sent() - sent_before,
+        3,
+        "three copies, none lost to the slow joiner"
+    );
+    running.shutdown().await.unwrap();
+    peer.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_under_the_own_prefix_arrives_back_and_startup_says_so() {
+    capture_logs();
+    let (calls, mut journal) = journal();
+    let broker = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("fanout", "0.1.0"))
+        .on_startup(state!(calls, Gate::open()))
+        .with_broker(broker, |b| {
+            b.include(listen.name("parcels"))
+                .max_attempts(nonzero!(2u32))
+                .dead_letter("parcels.dead");
+        });
+    let running = app.start().await.unwrap();
+    let line = logged(&[
+        "parcels.dead",
+        "under this fan-out subscription's own prefix",
+    ])
+    .await;
+    assert!(
+        line.contains("subscription=\"parcels\"") || line.contains("subscription=parcels"),
+        "{line}"
+    );
+    let (peer, publisher) = dialing_publisher(&monitor.bound_address().unwrap()).await;
+    warm_up(&publisher, "parcels.warmup", &mut [&mut journal]).await;
+    // Retries twice: the second is at the cap, so the delivery leaves as a dead letter, whose
+    // name `parcels.dead` the subscription `parcels` hears.
+    publish(&publisher, "parcels", 1, Plan::Retry { times: 2 }).await;
+    let seen = journal
+        .until("the dead letter back at the subscription", |s| s.len() == 3)
+        .await;
+    let counts: Vec<_> = seen.iter().map(|s| s.retry_count).collect();
+    assert_eq!(counts, [None, Some(1), Some(2)]);
+    running.shutdown().await.unwrap();
+    peer.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_fanout_copies_go_where_out_retry_names() {
+    let retry_port = free_port();
+    let upstream = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let upstream_address = upstream.bind_publisher().await.unwrap();
+    let publisher = upstream.publisher();
+    let (calls, mut journal) = journal();
+    let app = RustStream::new(AppInfo::new("fanout", "0.1.0"))
+        .on_startup(state!(calls, Gate::open()))
+        .with_broker(ZmqFanout::new(ZmqEndpoint::dial(upstream_address)), |b| {
+            b.include(
+                dialing_listen
+                    .name("news")
+                    .out_retry(format!("news.retry@tcp://127.0.0.1:{retry_port}")),
+            )
+            .max_attempts(nonzero!(3u32));
+        })
+        .with_broker(
+            ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{retry_port}"))),
+            |b| {
+                b.include(again.name("news.retry"));
+            },
+        );
+    let running = app.start().await.unwrap();
+    warm_up(&publisher, "news.warmup", &mut [&mut journal]).await;
+    publish(&publisher, "news", 5, Plan::Retry { times: 1 }).await;
+    journal
+        .until("the copy at the named place", |s| {
+            s.iter().any(|s| s.handler == "again")
+        })
+        .await;
+    assert_eq!(journal.of("again", 5)[0].retry_count, Some(1));
+    running.shutdown().await.unwrap();
+    upstream.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_fanout_registration_that_names_no_destination_is_refused_at_startup() {
+    let (calls, _journal) = journal();
+    let app = RustStream::new(AppInfo::new("fanout", "0.1.0"))
+        .on_startup(state!(calls, Gate::open()))
+        .with_broker(
+            ZmqFanout::new(ZmqEndpoint::dial("tcp://127.0.0.1:1")),
+            |b| {
+                b.include(listen.name("unnamed-news"));
+            },
+        );
+    let err = app
+        .start()
+        .await
+        .err()
+        .expect("a dialing fan-out with no destination started")
+        .to_string();
+    assert!(
+        err.contains("unnamed-news") && err.contains("NamedCopies"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_subscriber_gets_every_message_and_a_slow_one_holds_no_one_back() {
+    const MESSAGES: u64 = 2_000;
+    let hub = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let hub_address = hub.bind_publisher().await.unwrap();
+    let publisher = hub.publisher();
+    let subscriber = |calls: Calls, gate: Gate| {
+        RustStream::new(AppInfo::new("fanout", "0.1.0"))
+            .on_startup(state!(calls, gate))
+            .with_broker(
+                ZmqFanout::new(ZmqEndpoint::dial(hub_address.clone())),
+                |b| {
+                    b.include(listen.name("ticks"))
+                        .out_retry(Publish)
+                        .to("ticks.retry@tcp://127.0.0.1:1");
+                },
+            )
+    };
+    let (fast_calls, mut fast) = journal();
+    let (slow_calls, mut slow) = journal();
+    let slow_gate = Gate::open();
+    let fast_app = subscriber(fast_calls, Gate::open()).start().await.unwrap();
+    let slow_app = subscriber(slow_calls, slow_gate.clone())
+        .start()
+        .await
+        .unwrap();
+    warm_up(&publisher, "ticks.warmup", &mut [&mut fast, &mut slow]).await;
+
+    // The slow subscriber's handler now blocks on its first message.
+    let held = slow_gate.0.forget_permits(Semaphore::MAX_PERMITS);
+    assert!(held > 0);
+    for id in 0..MESSAGES {
+        publish(&publisher, "ticks", id, Plan::Ack).await;
+    }
+    fast.until("every message at the fast subscriber", |s| {
+        s.len() as u64 == MESSAGES
+    })
+    .await;
+    assert!(slow.seen.is_empty(), "the slow subscriber was let through");
+    println!("the fast subscriber got all {MESSAGES} messages while the slow one was stuck");
+
+    slow_gate.0.add_permits(Semaphore::MAX_PERMITS);
+    let seen = slow
+        .until("every message at the slow subscriber", |s| {
+            s.len() as u64 == MESSAGES
+        })
+        .await;
+    let ids: Vec<_> = seen.iter().map(|s| s.id).collect();
+    assert_eq!(
+        ids,
+        (0..MESSAGES).collect::<Vec<_>>(),
+        "under its queue's limit the slow one loses nothing"
+    );
+    fast_app.shutdown().await.unwrap();
+    slow_app.shutdown().await.unwrap();
+    hub.shutdown().await.unwrap();
+}
