@@ -189,7 +189,7 @@ impl<S: Side> ruststream::RedeliveryAddressed<ConnectedZmq<RpcKind, S>> for Resp
 /// #[derive(Serialize, Outgoing)]
 /// struct Quote { price: u64 }
 ///
-/// #[subscriber(Responder::<Bound>, reply)]
+/// #[subscriber(Responder::<Bound>, reply("reply"))]
 /// async fn quote(ask: &Ask) -> Quote {
 ///     Quote { price: ask.id * 10 }
 /// }

@@ -6,3 +6,4 @@ mod fanout;
 mod queue_lifecycle;
 mod queue_settlement;
 mod queue_wire;
+mod rpc;

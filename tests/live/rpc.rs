@@ -1,0 +1,385 @@
+//! `ZmqRpc` on real sockets: answers at the identity a request carries with its
+//! `correlation-id`, REQ peers, many requests on one DEALER, several responders, bad reply
+//! addresses, and a timeout that covers the whole request.
+
+use std::{
+    convert::Infallible,
+    time::{Duration, Instant},
+};
+
+use ruststream::{
+    Broker, BytesMut, ConnectedBroker, HeaderMap, OutgoingMessage, Publisher, RequestReply,
+};
+use ruststream_zmq::{ConnectedZmqRpc, ZmqRequester, prelude::*};
+use serde::{Deserialize, Serialize};
+use zeromq::{ReqSocket, Socket, SocketRecv, SocketSend, ZmqMessage as Frames};
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Ask {
+    id: u64,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing)]
+struct Quote {
+    id: u64,
+    by: String,
+}
+
+#[derive(Clone, FromRef)]
+struct AppState {
+    who: Who,
+}
+
+#[derive(Clone)]
+struct Who(&'static str);
+
+#[subscriber(Responder::<Bound>, reply("reply"))]
+async fn quote(ask: &Ask, State(who): State<Who>) -> Quote {
+    Quote {
+        id: ask.id,
+        by: who.0.to_owned(),
+    }
+}
+
+#[subscriber(Responder::<Dialing>, reply("reply"))]
+async fn dialing_quote(ask: &Ask, State(who): State<Who>) -> Quote {
+    Quote {
+        id: ask.id,
+        by: who.0.to_owned(),
+    }
+}
+
+#[subscriber(reply("reply"))]
+async fn by_name_quote(ask: &Ask) -> Quote {
+    Quote {
+        id: ask.id,
+        by: "by-name".to_owned(),
+    }
+}
+
+/// A bound responder answering as `who`; answers the running app and its address.
+async fn bound_responder(who: &'static str) -> (ruststream::runtime::RunningApp, String) {
+    let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("quotes", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(AppState { who: Who(who) }))
+        .with_broker(broker, |b| {
+            b.include(
+                quote
+                    .name("quotes")
+                    .out_retry("quotes.retry@tcp://127.0.0.1:1"),
+            )
+            .out_reply(Publish)
+            .transform(ToRequester);
+        });
+    let running = app.start().await.unwrap();
+    (running, monitor.bound_address().unwrap())
+}
+
+async fn requester(address: &str) -> (ConnectedZmqRpc<Dialing>, ZmqRequester) {
+    let connected = ZmqRpc::new(ZmqEndpoint::dial(address))
+        .connect()
+        .await
+        .unwrap();
+    let requester = connected.requester();
+    (connected, requester)
+}
+
+fn ask(id: u64) -> BytesMut {
+    BytesMut::from(serde_json::to_vec(&Ask { id }).unwrap().as_slice())
+}
+
+fn quote_of(answer: &ZmqMessage) -> Quote {
+    serde_json::from_slice(ruststream::IncomingMessage::payload(answer)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responder_answers_at_the_identity_with_the_requests_correlation_id() {
+    let (running, address) = bound_responder("a").await;
+    let (connected, requester) = requester(&address).await;
+
+    let mut headers = HeaderMap::new();
+    headers.insert("correlation-id", "order-42");
+    let msg = OutgoingMessage::produced("quotes", ask(42)).with_headers(headers);
+    let answer = requester
+        .request(msg, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(answer.correlation_id(), Some("order-42"));
+    assert_eq!(answer.name(), "reply");
+    assert_eq!(
+        quote_of(&answer),
+        Quote {
+            id: 42,
+            by: "a".into()
+        }
+    );
+
+    // With no correlation-id of its own, the requester mints one and matches on it.
+    let answer = requester
+        .request(
+            OutgoingMessage::produced("quotes", ask(7)),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert!(answer.correlation_id().is_some_and(|id| !id.is_empty()));
+    assert_eq!(quote_of(&answer).id, 7);
+    running.shutdown().await.unwrap();
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_req_peer_gets_its_answer_with_the_delimiter_kept() {
+    let (running, address) = bound_responder("a").await;
+    let mut req = ReqSocket::new();
+    req.connect(&address).await.unwrap();
+    let frames: Vec<ruststream::Bytes> = vec![
+        "quotes".into(),
+        "correlation-id: req-1".into(),
+        serde_json::to_vec(&Ask { id: 3 }).unwrap().into(),
+    ];
+    req.send(Frames::try_from(frames).unwrap()).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), req.recv())
+        .await
+        .unwrap()
+        .unwrap()
+        .into_vec();
+    assert_eq!(
+        answer.len(),
+        3,
+        "[reply][headers][payload] once REQ strips the delimiter"
+    );
+    assert_eq!(&answer[0][..], b"reply");
+    assert!(
+        std::str::from_utf8(&answer[1])
+            .unwrap()
+            .contains("correlation-id: req-1")
+    );
+    let answered: Quote = serde_json::from_slice(&answer[2]).unwrap();
+    assert_eq!(answered.id, 3);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_by_name_responder_that_names_no_destination_is_refused_at_startup() {
+    let app = RustStream::new(AppInfo::new("quotes", "0.1.0")).with_broker(
+        ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")),
+        |b| {
+            b.include(by_name_quote.name("nameless-quotes"))
+                .out_reply(Publish)
+                .transform(ToRequester);
+        },
+    );
+    let err = app
+        .start()
+        .await
+        .err()
+        .expect("a responder with no destination for its copies started")
+        .to_string();
+    assert!(
+        err.contains("nameless-quotes") && err.contains("NamedCopies"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_in_flight_share_one_dealer_and_each_gets_its_own_answer() {
+    let (running, address) = bound_responder("a").await;
+    let (connected, requester) = requester(&address).await;
+    let answers = futures::future::join_all((0..300u64).map(|id| {
+        let requester = requester.clone();
+        async move {
+            let answer = requester
+                .request(
+                    OutgoingMessage::produced("quotes", ask(id)),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap();
+            (id, quote_of(&answer).id)
+        }
+    }))
+    .await;
+    assert!(
+        answers.iter().all(|(asked, answered)| asked == answered),
+        "an answer went to the wrong request"
+    );
+    assert_eq!(requester.in_flight(), 0);
+    running.shutdown().await.unwrap();
+    connected.shutdown().await.unwrap();
+}
+
+/// Reads this process's resident set from /proc, in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_stays_flat_over_100_000_requests() {
+    const REQUESTS: u64 = 100_000;
+    const IN_FLIGHT: u64 = 100;
+    let (running, address) = bound_responder("a").await;
+    let (connected, requester) = requester(&address).await;
+    let started = Instant::now();
+    let mut rss_after_first_round = 0;
+    for round in 0..REQUESTS / IN_FLIGHT {
+        futures::future::join_all((0..IN_FLIGHT).map(|n| {
+            let requester = requester.clone();
+            async move {
+                let id = round * IN_FLIGHT + n;
+                let answer = requester
+                    .request(
+                        OutgoingMessage::produced("quotes", ask(id)),
+                        Duration::from_secs(10),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(quote_of(&answer).id, id);
+            }
+        }))
+        .await;
+        if round == 9 {
+            rss_after_first_round = rss_kib();
+        }
+    }
+    let rss_end = rss_kib();
+    println!(
+        "{REQUESTS} requests, {IN_FLIGHT} in flight, in {:?}: resident set {rss_after_first_round} KiB after 1,000, {rss_end} KiB after {REQUESTS}",
+        started.elapsed()
+    );
+    assert_eq!(
+        requester.in_flight(),
+        0,
+        "finished requests left entries behind"
+    );
+    // 99,000 more requests after the first 1,000 may not cost more than 8 MiB: a leak of 85
+    // bytes a request would.
+    assert!(
+        rss_end <= rss_after_first_round + 8 * 1024,
+        "the resident set grew from {rss_after_first_round} to {rss_end} KiB"
+    );
+    running.shutdown().await.unwrap();
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_responders_in_one_process_each_answer_their_own_requests() {
+    // One bound responder, and one dialing responder that reaches a requester which binds.
+    let requester_side = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let dialing_requester = requester_side.requester();
+    // The DEALER binds on its first use; a throwaway request with a short timeout makes it bind.
+    let _ = dialing_requester
+        .request(
+            OutgoingMessage::produced("warm", ask(0)),
+            Duration::from_millis(50),
+        )
+        .await;
+    let requester_address = requester_side.monitor().bound_address().unwrap();
+
+    let bound = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let bound_monitor = bound.monitor();
+    let app = RustStream::new(AppInfo::new("quotes", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(AppState { who: Who("both") }))
+        .with_broker(bound, |b| {
+            b.include(
+                quote
+                    .name("quotes")
+                    .out_retry("quotes.retry@tcp://127.0.0.1:1"),
+            )
+            .out_reply(Publish)
+            .transform(ToRequester);
+        })
+        .with_broker(ZmqRpc::new(ZmqEndpoint::dial(requester_address)), |b| {
+            b.include(
+                dialing_quote
+                    .name("prices")
+                    .out_retry("prices.retry@tcp://127.0.0.1:1"),
+            )
+            .out_reply(Publish)
+            .transform(ToRequester);
+        });
+    let running = app.start().await.unwrap();
+    let (connected, bound_requester) = requester(&bound_monitor.bound_address().unwrap()).await;
+    for id in 1..=20 {
+        let from_bound = bound_requester
+            .request(
+                OutgoingMessage::produced("quotes", ask(id)),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(quote_of(&from_bound).id, id);
+        let from_dialing = dialing_requester
+            .request(
+                OutgoingMessage::produced("prices", ask(100 + id)),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(quote_of(&from_dialing).id, 100 + id);
+    }
+    running.shutdown().await.unwrap();
+    connected.shutdown().await.unwrap();
+    requester_side.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_address_that_is_not_valid_is_an_error_naming_it() {
+    let connected = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let _responder = ruststream::Subscribe::subscribe(&connected, "quotes")
+        .await
+        .unwrap();
+    let publisher = connected.publisher();
+    for address in [
+        "zmq-reply:zz",
+        "zmq-reply:\u{e9}\u{e9}",
+        "zmq-reply:abc",
+        "zmq-reply:0102",
+        "quotes",
+    ] {
+        let sent = publisher
+            .publish(
+                OutgoingMessage::produced(address, BytesMut::from(&b"{}"[..])),
+                None,
+            )
+            .await;
+        let err = sent
+            .expect_err("a reply to an invalid address succeeded")
+            .to_string();
+        assert!(err.contains(address), "{address}: {err}");
+    }
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_timeout_covers_connecting_and_sending() {
+    let address = format!("tcp://127.0.0.1:{}", crate::support::free_port());
+    let (connected, requester) = requester(&address).await;
+    let started = Instant::now();
+    let err = requester
+        .request(
+            OutgoingMessage::produced("quotes", ask(1)),
+            Duration::from_millis(300),
+        )
+        .await
+        .expect_err("a request to nobody was answered");
+    let waited = started.elapsed();
+    assert!(matches!(err, ZmqError::RequestTimeout { .. }), "{err}");
+    assert!(
+        waited < Duration::from_secs(3),
+        "the timeout did not cover connecting: {waited:?}"
+    );
+    connected.shutdown().await.unwrap();
+}
