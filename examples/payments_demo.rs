@@ -53,7 +53,11 @@ struct AppState {
 }
 
 #[subscriber]
-async fn charge(payment: &Payment, Headers(attempt): Headers<Attempt>, State(ledger): State<Ledger>) -> HandlerOutcome {
+async fn charge(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(ledger): State<Ledger>,
+) -> HandlerOutcome {
     let attempt = attempt.retries.unwrap_or(0) + 1;
     if payment.amount == 0 {
         tracing::warn!(payment.id, "a payment of nothing, dropped");
@@ -61,20 +65,37 @@ async fn charge(payment: &Payment, Headers(attempt): Headers<Attempt>, State(led
         return HandlerOutcome::drop();
     }
     if attempt <= payment.failures {
-        tracing::warn!(payment.id, attempt, "the gateway failed, trying again later");
-        let _ = ledger.0.send(Fate::Failed { id: payment.id, attempt });
+        tracing::warn!(
+            payment.id,
+            attempt,
+            "the gateway failed, trying again later"
+        );
+        let _ = ledger.0.send(Fate::Failed {
+            id: payment.id,
+            attempt,
+        });
         return HandlerOutcome::retry_after(Duration::from_millis(200));
     }
     tracing::info!(payment.id, payment.amount, attempt, "charged");
-    let _ = ledger.0.send(Fate::Charged { id: payment.id, attempt });
+    let _ = ledger.0.send(Fate::Charged {
+        id: payment.id,
+        attempt,
+    });
     HandlerOutcome::ack()
 }
 
 #[subscriber]
-async fn park(payment: &Payment, Headers(attempt): Headers<Attempt>, State(ledger): State<Ledger>) -> HandlerOutcome {
+async fn park(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(ledger): State<Ledger>,
+) -> HandlerOutcome {
     let attempts = attempt.retries.unwrap_or(0);
     tracing::error!(payment.id, attempts, "parked on the dead-letter queue");
-    let _ = ledger.0.send(Fate::DeadLettered { id: payment.id, attempts });
+    let _ = ledger.0.send(Fate::DeadLettered {
+        id: payment.id,
+        attempts,
+    });
     HandlerOutcome::ack()
 }
 
@@ -86,9 +107,12 @@ fn app(ledger: Ledger, payments: ZmqQueue<Bound>, dead_port: u16) -> impl App {
                 .max_attempts(std::num::NonZeroU32::new(CAP).expect("a cap of at least one"))
                 .dead_letter(format!("payments.dead@tcp://127.0.0.1:{dead_port}"));
         })
-        .with_broker(ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}"))), |b| {
-            b.include(park.name("payments.dead"));
-        })
+        .with_broker(
+            ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}"))),
+            |b| {
+                b.include(park.name("payments.dead"));
+            },
+        )
 }
 
 #[tokio::main]
@@ -99,20 +123,56 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let monitor = payments.monitor();
     let (tx, mut fates) = mpsc::unbounded_channel();
     let running = app(Ledger(tx), payments, dead_port).start().await?;
-    let address = monitor.bound_address().ok_or("the payments queue did not bind")?;
+    let address = monitor
+        .bound_address()
+        .ok_or("the payments queue did not bind")?;
 
     // The peer: a PUSH dialing the service, as a Python or C++ peer would.
-    let peer = ZmqQueue::new(ZmqEndpoint::dial(address.clone())).connect().await?;
+    let peer = ZmqQueue::new(ZmqEndpoint::dial(address.clone()))
+        .connect()
+        .await?;
     let publisher = peer.publisher();
     let sent = [
-        Payment { id: 1, amount: 250, failures: 0 },
-        Payment { id: 2, amount: 0, failures: 0 },
-        Payment { id: 3, amount: 1200, failures: 1 },
-        Payment { id: 4, amount: 80, failures: 9 },
-        Payment { id: 5, amount: 40, failures: 0 },
-        Payment { id: 6, amount: 0, failures: 0 },
-        Payment { id: 7, amount: 999, failures: 2 },
-        Payment { id: 8, amount: 310, failures: 9 },
+        Payment {
+            id: 1,
+            amount: 250,
+            failures: 0,
+        },
+        Payment {
+            id: 2,
+            amount: 0,
+            failures: 0,
+        },
+        Payment {
+            id: 3,
+            amount: 1200,
+            failures: 1,
+        },
+        Payment {
+            id: 4,
+            amount: 80,
+            failures: 9,
+        },
+        Payment {
+            id: 5,
+            amount: 40,
+            failures: 0,
+        },
+        Payment {
+            id: 6,
+            amount: 0,
+            failures: 0,
+        },
+        Payment {
+            id: 7,
+            amount: 999,
+            failures: 2,
+        },
+        Payment {
+            id: 8,
+            amount: 310,
+            failures: 9,
+        },
     ];
     for payment in &sent {
         publisher.message(payment).to("payments").publish().await?;
@@ -123,15 +183,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut settled = 0;
     let waited = tokio::time::timeout(Duration::from_secs(20), async {
         while settled < sent.len() {
-            let Some(fate) = fates.recv().await else { break };
+            let Some(fate) = fates.recv().await else {
+                break;
+            };
             let (id, line, last) = match fate {
-                Fate::Charged { id, attempt } => (id, format!("charged on attempt {attempt}"), true),
-                Fate::Dropped { id } => (id, "dropped: nothing to charge".to_owned(), true),
-                Fate::Failed { id, attempt } if attempt < CAP => {
-                    (id, format!("failed on attempt {attempt}, a copy comes back in 200 ms"), false)
+                Fate::Charged { id, attempt } => {
+                    (id, format!("charged on attempt {attempt}"), true)
                 }
-                Fate::Failed { id, attempt } => (id, format!("failed on attempt {attempt}, the cap"), false),
-                Fate::DeadLettered { id, attempts } => (id, format!("dead-lettered after {attempts} attempts"), true),
+                Fate::Dropped { id } => (id, "dropped: nothing to charge".to_owned(), true),
+                Fate::Failed { id, attempt } if attempt < CAP => (
+                    id,
+                    format!("failed on attempt {attempt}, a copy comes back in 200 ms"),
+                    false,
+                ),
+                Fate::Failed { id, attempt } => {
+                    (id, format!("failed on attempt {attempt}, the cap"), false)
+                }
+                Fate::DeadLettered { id, attempts } => {
+                    (id, format!("dead-lettered after {attempts} attempts"), true)
+                }
             };
             story.entry(id).or_default().push(line);
             settled += usize::from(last);
@@ -143,8 +213,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("\nwhat happened to each payment:");
     for payment in &sent {
-        let lines = story.get(&payment.id).map_or_else(|| "nothing: lost".to_owned(), |lines| lines.join("; "));
-        println!("  payment {} ({} cents): {lines}", payment.id, payment.amount);
+        let lines = story
+            .get(&payment.id)
+            .map_or_else(|| "nothing: lost".to_owned(), |lines| lines.join("; "));
+        println!(
+            "  payment {} ({} cents): {lines}",
+            payment.id, payment.amount
+        );
     }
     waited.map_err(|_| "not every payment was settled within 20 s")?;
     Ok(())

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod batches;
 mod fanout;
 mod queue_lifecycle;
 mod queue_settlement;

@@ -46,7 +46,7 @@ impl Plan {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ruststream::Outgoing)]
 pub struct Payment {
     pub id: u64,
     pub plan: Plan,
