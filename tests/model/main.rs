@@ -8,6 +8,7 @@
 //!
 //! `RUSTSTREAM_ZMQ_PROPTEST_CASES` sets the number of live cases (8 by default).
 
+mod live_props;
 mod model;
 mod routing_props;
 mod wire_props;

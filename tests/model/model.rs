@@ -213,6 +213,9 @@ fn copy_target(reg: &Registration) -> Result<Option<Place>, Output> {
         (_, Definition::Typed, true) => Err(Output::DoesNotCompile),
         (RetryDestination::FrameworkTo(place), _, _) => Ok(Some(place.clone())),
         (RetryDestination::Unnamed | RetryDestination::FrameworkWithoutTo, _, false) => Ok(None),
+        // DESIGN.md: "a router chain without it does not compile". (The crate meets this for the
+        // typed builder and for `.out_retry(Publish)` without `.to(..)`; a by-name registration
+        // that names nothing at all still compiles in a router chain and is refused at startup.)
         (RetryDestination::Unnamed | RetryDestination::FrameworkWithoutTo, _, true) => {
             Err(match reg.mount {
                 Mount::RouterChain => Output::DoesNotCompile,
