@@ -1,0 +1,20 @@
+//! Compile-fail examples: what a user who forgets or repeats a step of the retry destination sees.
+//!
+//! Each case in `ui-tests/` is a small program a user could write, with the error it gets in the
+//! `.stderr` beside it (regenerate with `TRYBUILD=overwrite cargo test --test ui`, then read them):
+//!
+//! - `dialing_builder_mounted_without_out_retry`: a `QueueSubscription::<Dialing>` mounted before
+//!   `.out_retry(..)`;
+//! - `out_retry_on_a_bound_builder`: `.out_retry(..)` on a bound subscription, which has no such
+//!   step;
+//! - `out_retry_twice`: a second `.out_retry(..)`;
+//! - `typed_dialing_subscriber_in_a_router_without_out_retry`: a
+//!   `#[subscriber(QueueSubscription::<Dialing>)]` handler in a `Router` chain without
+//!   `.out_retry(..)`;
+//! - `framework_out_retry_without_to_on_a_dialing_queue`: the framework's `.out_retry(Publish)`
+//!   without `.to(..)` on a dialing by-name registration in a `Router` chain.
+
+#[test]
+fn misuses_of_the_retry_destination_do_not_compile() {
+    trybuild::TestCases::new().compile_fail("ui-tests/*.rs");
+}
