@@ -1,0 +1,11 @@
+//! Interop tests: this crate's sockets against libzmq peers (pyzmq, run as child processes by
+//! `peer.py`), and against peers that break the wire format on purpose.
+//!
+//! The Python interpreter comes from `RUSTSTREAM_ZMQ_PYTHON` (scripts/test.sh sets it up); without
+//! it every test here fails, saying so.
+
+mod support;
+
+mod fanout;
+mod queue;
+mod rpc;

@@ -1,0 +1,361 @@
+//! What the interop tests share: libzmq peers (pyzmq in a child process, driven by JSON lines),
+//! a tap on a subscription, and waiting with deadlines.
+
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::StreamExt;
+use ruststream::{IncomingMessage, Subscriber};
+use ruststream_zmq::ZmqMessage;
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines},
+    process::{Child, ChildStdin, ChildStdout, Command},
+    sync::mpsc,
+    time::{Instant, timeout},
+};
+
+/// How long one step of a test may wait: a peer starting, a command's answer, a message.
+pub const STEP: Duration = Duration::from_secs(10);
+
+/// How long a peer process lives at most, whatever the test does: the bound on every child.
+const PEER_LIFETIME_S: u64 = 60;
+
+/// The peer script, beside this file.
+const PEER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/peer.py");
+
+/// The interpreter that has pyzmq. These tests exist to talk to libzmq: without it they fail,
+/// never pass quietly.
+pub fn python() -> String {
+    match std::env::var("RUSTSTREAM_ZMQ_PYTHON") {
+        Ok(path) if !path.trim().is_empty() => path,
+        _ => panic!(
+            "RUSTSTREAM_ZMQ_PYTHON is not set, so there is no libzmq peer to test against: run \
+             scripts/test.sh (it creates .venv with pyzmq and exports the variable), or once: \
+             `python3 -m venv .venv && .venv/bin/pip install pyzmq` and \
+             `export RUSTSTREAM_ZMQ_PYTHON=$PWD/.venv/bin/python`"
+        ),
+    }
+}
+
+/// Bytes as the peer's JSON carries them: each byte is the character of the same code point.
+pub fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+fn from_latin1(text: &str) -> Vec<u8> {
+    text.chars()
+        .map(|c| u8::try_from(u32::from(c)).expect("the peer sent a frame that is not latin-1"))
+        .collect()
+}
+
+/// One message a peer read: its frames, and the wire format as the peer parsed it.
+#[derive(Debug)]
+pub struct Received {
+    pub frames: Vec<Vec<u8>>,
+    pub wire: Value,
+}
+
+impl Received {
+    pub fn payload(&self) -> Value {
+        serde_json::from_slice(self.frames.last().expect("no frames")).expect("a JSON payload")
+    }
+}
+
+/// A libzmq socket in a Python process. Killed when dropped; ends by itself after a minute.
+pub struct PyPeer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Arc<Mutex<String>>,
+    /// The endpoint it binds (port resolved) or dials.
+    pub endpoint: String,
+    label: String,
+}
+
+impl PyPeer {
+    /// A peer whose `socket` (PUSH, PULL, PUB, SUB, DEALER, REQ, ROUTER) binds `address`
+    /// (`tcp://127.0.0.1:*` picks a port), with `zmq.<NAME>` options such as `HEARTBEAT_IVL`.
+    pub async fn bind(socket: &str, address: &str, options: Value) -> Self {
+        Self::start(json!({"socket": socket, "bind": address, "options": options})).await
+    }
+
+    /// A peer whose `socket` dials `address`.
+    pub async fn connect(socket: &str, address: &str, options: Value) -> Self {
+        Self::start(json!({"socket": socket, "connect": address, "options": options})).await
+    }
+
+    /// A ROUTER that binds `address` and answers every request by itself, echoing the payload
+    /// and the `correlation-id`.
+    pub async fn echo_router(address: &str) -> Self {
+        Self::start(json!({"socket": "ROUTER", "bind": address, "serve": "echo"})).await
+    }
+
+    async fn start(mut spec: Value) -> Self {
+        spec["lifetime_s"] = json!(PEER_LIFETIME_S);
+        let label = format!(
+            "{} {}",
+            spec["socket"].as_str().unwrap_or("?"),
+            spec.get("bind")
+                .map(|a| format!("binding {a}"))
+                .or_else(|| spec.get("connect").map(|a| format!("dialing {a}")))
+                .unwrap_or_default()
+        );
+        let mut child = Command::new(python())
+            .arg(PEER_SCRIPT)
+            .arg(spec.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|err| panic!("starting the Python peer ({}): {err}", python()));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err_pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        tokio::spawn(async move {
+            let mut buf = vec![0; 4096];
+            while let Ok(n) = err_pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut peer = Self {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            endpoint: String::new(),
+            label,
+        };
+        let ready = peer.line(STEP).await;
+        let Some(endpoint) = ready.as_ref().and_then(|r| r["ready"].as_str()) else {
+            panic!("{}", peer.failure(&format!("did not start: {ready:?}")));
+        };
+        peer.endpoint = endpoint.to_owned();
+        peer
+    }
+
+    fn failure(&self, what: &str) -> String {
+        format!(
+            "the Python peer ({}) {what}; its stderr:\n{}",
+            self.label,
+            self.stderr.lock().unwrap()
+        )
+    }
+
+    /// The next line the peer printed, or `None` after `within`.
+    pub async fn line(&mut self, within: Duration) -> Option<Value> {
+        match timeout(within, self.stdout.next_line()).await {
+            Err(_) => None,
+            Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap_or_else(|err| {
+                panic!("{}", self.failure(&format!("printed {line:?}: {err}")))
+            })),
+            Ok(_) => {
+                // Give its stderr a moment to arrive before reporting it.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                panic!("{}", self.failure("ended"))
+            }
+        }
+    }
+
+    /// Runs one command and answers the peer's line about it.
+    pub async fn call(&mut self, command: Value) -> Value {
+        let mut line = command.to_string();
+        line.push('\n');
+        if let Err(err) = self.stdin.write_all(line.as_bytes()).await {
+            panic!("{}", self.failure(&format!("took no command: {err}")));
+        }
+        let _ = self.stdin.flush().await;
+        // A recv waits up to its own timeout on the peer's side before it answers.
+        let within = STEP + Duration::from_millis(command["timeout_ms"].as_u64().unwrap_or(0));
+        match self.line(within).await {
+            Some(answer) => answer,
+            None => panic!(
+                "{}",
+                self.failure(&format!("did not answer {command} within {within:?}"))
+            ),
+        }
+    }
+
+    /// Sends one multipart message; a frame is bytes, or `{"repeat": s, "times": n}` built by
+    /// the peer.
+    pub async fn send_frames(&mut self, frames: Vec<Value>) {
+        let answer = self.call(json!({"op": "send", "frames": frames})).await;
+        assert!(
+            answer["sent"].is_u64(),
+            "{}",
+            self.failure(&format!("could not send: {answer}"))
+        );
+    }
+
+    /// Sends one multipart message of these frames.
+    pub async fn send(&mut self, frames: &[&[u8]]) {
+        self.send_frames(frames.iter().map(|f| json!(latin1(f))).collect())
+            .await;
+    }
+
+    /// Sends `value` as pyzmq's `send_json` does: one frame.
+    pub async fn send_json(&mut self, value: Value) {
+        let answer = self.call(json!({"op": "send_json", "value": value})).await;
+        assert_eq!(answer["sent"], 1, "{}", self.failure("could not send_json"));
+    }
+
+    /// The next message the peer's socket reads, or `None` after `within`.
+    pub async fn recv(&mut self, within: Duration) -> Option<Received> {
+        let answer = self
+            .call(json!({"op": "recv", "timeout_ms": within.as_millis() as u64}))
+            .await;
+        if answer["timeout"] == true {
+            return None;
+        }
+        let frames = answer["frames"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", self.failure(&format!("answered {answer}"))))
+            .iter()
+            .map(|f| from_latin1(f.as_str().unwrap()))
+            .collect();
+        Some(Received {
+            frames,
+            wire: answer["wire"].clone(),
+        })
+    }
+
+    /// The next message, failing the test naming `what` if none comes within a step.
+    pub async fn expect(&mut self, what: &str) -> Received {
+        match self.recv(STEP).await {
+            Some(received) => received,
+            None => panic!("{}", self.failure(&format!("received no {what}"))),
+        }
+    }
+
+    /// What the peer's socket monitor reported so far (`CONNECTED`, `DISCONNECTED`, ...).
+    pub async fn events(&mut self) -> Vec<String> {
+        let answer = self.call(json!({"op": "events"})).await;
+        answer["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Kills the process (SIGKILL: a crash, nothing flushed) and waits until it is gone.
+    pub async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = timeout(STEP, self.child.wait()).await;
+    }
+
+    /// The port it binds or dials.
+    pub fn port(&self) -> u16 {
+        self.endpoint.rsplit(':').next().unwrap().parse().unwrap()
+    }
+}
+
+/// A subscription read directly, below any handler: each message as the transport delivers it.
+pub struct Tap {
+    rx: mpsc::UnboundedReceiver<ZmqMessage>,
+}
+
+impl Tap {
+    pub fn new<S>(mut subscriber: S) -> Self
+    where
+        S: Subscriber<Message = ZmqMessage> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(subscriber.stream());
+            while let Some(Ok(message)) = stream.next().await {
+                if tx.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { rx }
+    }
+
+    /// The next message, or `None` after `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<ZmqMessage> {
+        timeout(within, self.rx.recv()).await.ok().flatten()
+    }
+
+    /// The next message, failing the test naming `what` if none comes within a step.
+    pub async fn expect(&mut self, what: &str) -> ZmqMessage {
+        self.next(STEP)
+            .await
+            .unwrap_or_else(|| panic!("no {what} arrived within {STEP:?}"))
+    }
+}
+
+/// A message's payload as JSON.
+pub fn json_of(message: &ZmqMessage) -> Value {
+    serde_json::from_slice(message.payload()).expect("a JSON payload")
+}
+
+/// A header of a delivered message.
+pub fn header<'m>(message: &'m ZmqMessage, name: &str) -> Option<&'m str> {
+    message.headers().get_str(name)
+}
+
+/// A point in time a polling loop must not pass: `check` fails the test naming what it waited
+/// for.
+pub struct Deadline {
+    at: Instant,
+    what: String,
+}
+
+impl Deadline {
+    pub fn after(within: Duration, what: impl Into<String>) -> Self {
+        Self {
+            at: Instant::now() + within,
+            what: what.into(),
+        }
+    }
+
+    /// Fails the test once the deadline has passed.
+    pub fn check(&self) {
+        assert!(
+            Instant::now() < self.at,
+            "timed out waiting for {}",
+            self.what
+        );
+    }
+}
+
+/// This process's resident set, in KiB (Linux).
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Logs to the test's output when `RUST_LOG` is set, for a run that needs looking into.
+pub fn logs() {
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
+}
