@@ -59,14 +59,6 @@ pub enum Place {
     Elsewhere(String),
 }
 
-impl Place {
-    pub fn name(&self) -> &str {
-        match self {
-            Self::OwnEndpoint(name) | Self::Elsewhere(name) => name,
-        }
-    }
-}
-
 /// How the handler is defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Definition {
@@ -180,6 +172,10 @@ pub enum Output {
     /// A copy or dead letter the publisher refuses because it would land on this process's own
     /// listener under another name; the delivery is dropped with a warning.
     RefusedLoopBack { place: Place },
+    /// A copy or dead letter to a bare name where the subscription's own socket cannot take one
+    /// (a dialing subscription's peer only sends; a responder's socket answers only requesters):
+    /// it has no way out, and the delivery is dropped.
+    NoWayOut { place: Place },
     /// At the cap with no dead letter: dropped with a warning.
     DroppedAtCap,
     /// The registration is refused when the service starts, naming the subscription.
@@ -230,27 +226,44 @@ pub fn registration_verdict(reg: &Registration) -> Option<Output> {
     copy_target(reg).err()
 }
 
-/// Whether a message named `name` sent through the own endpoint lands on this subscription as
-/// one of its own (a queue reads only its name; a fan-out reads its prefix).
-fn admitted_by_own_listener(reg: &Registration, name: &str) -> bool {
-    match reg.pattern {
-        Pattern::Fanout => name.starts_with(&reg.subscription),
-        Pattern::Queue | Pattern::Responder => name == reg.subscription,
+/// What a publish is: a retry copy, or the dead letter of a delivery at its cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaving {
+    Copy,
+    DeadLetter,
+}
+
+/// Whether a message named `name` sent through the own endpoint may land on this subscription.
+///
+/// A copy may: under the subscription's own name (a fan-out: its prefix) it is the next attempt.
+/// A dead letter may only on a fan-out, under its prefix (section 1: "on a bound fan-out, a
+/// dead-letter name under the subscription's prefix arrives back at it"); on a queue "a dead
+/// letter would come back to that subscription: the publisher refuses it", whatever its name.
+fn admitted_by_own_listener(reg: &Registration, name: &str, leaving: Leaving) -> bool {
+    match (reg.pattern, leaving) {
+        (Pattern::Fanout, _) => name.starts_with(&reg.subscription),
+        (Pattern::Queue | Pattern::Responder, Leaving::Copy) => name == reg.subscription,
+        (Pattern::Queue | Pattern::Responder, Leaving::DeadLetter) => false,
     }
 }
 
-/// A publish to `place`: refused where it would land on the own bound listener under a name that
-/// is not this subscription's.
-fn publish_to(reg: &Registration, place: &Place, output: Output) -> Output {
-    let lands_on_own_listener = matches!(place, Place::OwnEndpoint(_))
-        && reg.side == Side::Bound
-        && reg.pattern != Pattern::Responder;
-    if lands_on_own_listener && !admitted_by_own_listener(reg, place.name()) {
+/// A publish to `place`. Another endpoint takes it. A bare name leaves through the own endpoint:
+/// on a bound queue or fan-out it lands on the own listener, which refuses what it may not take;
+/// a dialing subscription or a responder has no socket that could take it at all.
+fn publish_to(reg: &Registration, place: &Place, leaving: Leaving, output: Output) -> Output {
+    let Place::OwnEndpoint(name) = place else {
+        return output;
+    };
+    if reg.copies_need_a_named_place() {
+        Output::NoWayOut {
+            place: place.clone(),
+        }
+    } else if admitted_by_own_listener(reg, name, leaving) {
+        output
+    } else {
         Output::RefusedLoopBack {
             place: place.clone(),
         }
-    } else {
-        output
     }
 }
 
@@ -275,6 +288,7 @@ pub fn settle(reg: &Registration, retry_count: Option<u32>, outcome: Outcome) ->
         publish_to(
             reg,
             place,
+            Leaving::DeadLetter,
             Output::DeadLetter {
                 place: place.clone(),
                 retry_count: attempt,
@@ -293,6 +307,7 @@ pub fn settle(reg: &Registration, retry_count: Option<u32>, outcome: Outcome) ->
             Some(place) => publish_to(
                 reg,
                 &place,
+                Leaving::Copy,
                 Output::CopyToNamedPlace {
                     place: place.clone(),
                     retry_count: attempt,
@@ -437,13 +452,36 @@ mod tests {
     }
 
     #[test]
-    fn a_bound_queue_dead_letter_into_its_own_endpoint_is_refused() {
-        let own = Place::OwnEndpoint("payments.dead".into());
-        let reg = bound().max_attempts(1).dead_letter(own.clone());
-        assert_eq!(
-            settle(&reg, None, Outcome::Retry),
-            Output::RefusedLoopBack { place: own }
-        );
+    fn a_bound_queue_dead_letter_into_its_own_endpoint_is_refused_whatever_its_name() {
+        for name in ["payments.dead", "payments"] {
+            let own = Place::OwnEndpoint(name.into());
+            let reg = bound().max_attempts(1).dead_letter(own.clone());
+            assert_eq!(
+                settle(&reg, None, Outcome::Retry),
+                Output::RefusedLoopBack { place: own }
+            );
+        }
+    }
+
+    #[test]
+    fn a_bare_dead_letter_name_has_no_way_out_of_a_dialing_subscription_or_a_responder() {
+        let place = Place::OwnEndpoint("payments.dead".into());
+        let named = RetryDestination::FrameworkTo(elsewhere());
+        let dialing = Registration::queue(Side::Dialing, "payments")
+            .retry_to(named.clone())
+            .dead_letter(place.clone());
+        let mut responder = Registration::queue(Side::Bound, "payments")
+            .retry_to(named)
+            .dead_letter(place.clone());
+        responder.pattern = Pattern::Responder;
+        for reg in [dialing, responder] {
+            assert_eq!(
+                settle(&reg, None, Outcome::Retry),
+                Output::NoWayOut {
+                    place: place.clone()
+                }
+            );
+        }
     }
 
     #[test]

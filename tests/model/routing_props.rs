@@ -4,8 +4,13 @@
 use proptest::prelude::*;
 use ruststream_zmq::{
     ZmqError,
-    routing::{Admission, Destination, Listener, OwnEndpoint, Target, route},
+    routing::{
+        Admission, DeadLetterFate, Destination, Listener, OwnEndpoint, Target, dead_letter_fate,
+        route,
+    },
 };
+
+use crate::model::{self, Output, Pattern, Place, Registration, RetryDestination, Side};
 
 /// Addresses drawn from a small pool, so that a destination often names the broker's own
 /// endpoint or its listener, plus random ones.
@@ -152,7 +157,75 @@ fn bound_queue_aimed_at_itself() -> impl Strategy<Value = Case> {
     })
 }
 
+/// A registration at its cap with a dead letter declared, on any pattern and side, and the
+/// dead-letter destination as its registration spells it.
+fn registration_with_a_dead_letter() -> impl Strategy<Value = (Registration, String)> {
+    let pattern = prop_oneof![
+        Just(Pattern::Queue),
+        Just(Pattern::Fanout),
+        Just(Pattern::Responder)
+    ];
+    let side = prop_oneof![Just(Side::Bound), Just(Side::Dialing)];
+    let dead_name = prop_oneof![
+        Just("payments.dead".to_owned()),
+        Just("pay".to_owned()),
+        Just("invoices".to_owned()),
+        "[a-z.]{1,10}",
+    ];
+    (
+        pattern,
+        side,
+        subscription(),
+        dead_name,
+        proptest::option::of(valid_endpoint()),
+    )
+        .prop_map(|(pattern, side, subscription, name, endpoint)| {
+            let (written, place) = match endpoint {
+                Some(endpoint) => {
+                    let written = format!("{name}@{endpoint}");
+                    (written.clone(), Place::Elsewhere(written))
+                }
+                None => (name.clone(), Place::OwnEndpoint(name)),
+            };
+            let mut reg = Registration::queue(side, &subscription)
+                .max_attempts(1)
+                .dead_letter(place)
+                // Where the copies go does not matter here; naming a place lets every side run.
+                .retry_to(RetryDestination::FrameworkTo(Place::Elsewhere(
+                    "payments.retry@tcp://127.0.0.1:5556".to_owned(),
+                )));
+            reg.pattern = pattern;
+            (reg, written)
+        })
+}
+
 proptest! {
+    #[test]
+    fn the_dead_letter_fate_the_broker_announces_is_the_models(
+        (reg, written) in registration_with_a_dead_letter(),
+    ) {
+        // The model's answer for a delivery at the cap: where its dead letter ends.
+        let expected = match model::settle(&reg, None, model::Outcome::Retry) {
+            Output::DeadLetter { place: Place::Elsewhere(_), .. } => DeadLetterFate::LeavesElsewhere,
+            Output::DeadLetter { place: Place::OwnEndpoint(_), .. } => DeadLetterFate::ArrivesBack,
+            Output::RefusedLoopBack { .. } => DeadLetterFate::RefusedAsLoop,
+            Output::NoWayOut { .. } => DeadLetterFate::NoWayOut,
+            other => panic!("a delivery at the cap with a dead letter became {other:?}"),
+        };
+        let admission = match reg.pattern {
+            Pattern::Fanout => Admission::Prefix,
+            Pattern::Queue | Pattern::Responder => Admission::Exact,
+        };
+        let fate = dead_letter_fate(
+            admission,
+            reg.side == Side::Bound,
+            reg.pattern == Pattern::Responder,
+            &reg.subscription,
+            &written,
+        );
+        prop_assert_eq!(fate, expected, "{:?}", reg);
+    }
+
     #[test]
     fn route_never_panics(case in case()) {
         let _ = case.route();
@@ -228,17 +301,17 @@ proptest! {
         mut case in case(),
         named in valid_endpoint(),
     ) {
-        // A dialing subscription's copies name another endpoint: they must dial that one and
-        // never the peer the subscription reads from.
+        // A dialing subscription's copies name another endpoint: they leave for a queue there and
+        // never for the peer the subscription reads from.
         prop_assume!(named != case.address);
         case.binds = false;
         case.listener = None;
         case.endpoint = Some(named.clone());
-        prop_assert_eq!(case.route().unwrap(), Target::Dial(named));
+        prop_assert_eq!(case.route().unwrap(), Target::Queue(named));
     }
 
     #[test]
-    fn a_publish_that_names_an_endpoint_dials_it_or_the_own_listener(case in case()) {
+    fn a_publish_that_names_an_endpoint_goes_to_a_queue_there_or_the_own_listener(case in case()) {
         if let (Ok(target), Some(endpoint)) = (case.route(), case.endpoint.as_ref()) {
             let own_listener = case
                 .listener
@@ -246,7 +319,7 @@ proptest! {
                 .filter(|(_, at)| endpoint == at || *endpoint == case.address)
                 .map(|(_, at)| Target::Dial(at.clone()));
             prop_assert!(
-                target == Target::Dial(endpoint.clone()) || Some(&target) == own_listener.as_ref(),
+                target == Target::Queue(endpoint.clone()) || Some(&target) == own_listener.as_ref(),
                 "{case:?} -> {target:?}"
             );
         }
