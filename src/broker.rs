@@ -16,6 +16,7 @@ use crate::{
     monitor::ZmqMonitor,
     publish::{ZmqPublish, ZmqPublisher},
     subscription::OneWay,
+    transport::Transport,
     wire::WireLimits,
 };
 
@@ -121,6 +122,23 @@ pub type ZmqFanout<S = Bound> = ZmqBroker<FanoutKind, S>;
 pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S>;
 
 impl<P: Pattern, S: Side> ZmqBroker<P, S> {
+    /// The connected form over `transport`: checks the endpoint, opens nothing yet.
+    pub(crate) fn connect_on(self, transport: Transport) -> Result<ConnectedZmq<P, S>, ZmqError> {
+        let endpoint = self.endpoint.checked()?.to_owned();
+        let connection = Connection::new(
+            transport,
+            endpoint,
+            S::BINDS,
+            P::KIND,
+            self.settings,
+            self.monitor,
+        );
+        Ok(ConnectedZmq {
+            connection,
+            marker: PhantomData,
+        })
+    }
+
     /// A broker over `endpoint`. Records the configuration; opens nothing until connect.
     #[must_use]
     pub fn new(endpoint: ZmqEndpoint<S>) -> Self {
@@ -207,12 +225,7 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     type Connected = ConnectedZmq<P, S>;
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        let endpoint = self.endpoint.checked()?.to_owned();
-        let connection = Connection::new(endpoint, S::BINDS, P::KIND, self.settings, self.monitor);
-        Ok(ConnectedZmq {
-            connection,
-            marker: PhantomData,
-        })
+        self.connect_on(Transport::Sockets)
     }
 }
 

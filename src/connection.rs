@@ -27,7 +27,8 @@ use crate::{
         route_responder,
     },
     rpc::ReplyBook,
-    socket::{Duplex, DuplexSender, Reader, Role, Writer},
+    socket::{DuplexSender, Role},
+    transport::{Transport, Writer},
     wire::{self, Frames, WireLimits},
 };
 
@@ -121,6 +122,7 @@ struct Held {
 
 /// A connected broker's state, shared by its subscriptions and publishers.
 pub(crate) struct Connection {
+    transport: Transport,
     endpoint: String,
     binds: bool,
     kind: Kind,
@@ -134,11 +136,15 @@ pub(crate) struct Connection {
     writers: tokio::sync::Mutex<HashMap<Target, SharedWriter>>,
     pub(crate) replies: Arc<ReplyBook>,
     pub(crate) requester: tokio::sync::OnceCell<crate::rpc::RequestChannel>,
+    /// What this broker published and was injected with, for the test harness.
+    #[cfg(feature = "testing")]
+    log: Mutex<Vec<ruststream::RawMessage>>,
 }
 
 impl Connection {
     /// Records a connected broker's state; opens no socket yet.
     pub(crate) fn new(
+        transport: Transport,
         endpoint: String,
         binds: bool,
         kind: Kind,
@@ -146,6 +152,7 @@ impl Connection {
         monitor: ZmqMonitor,
     ) -> Arc<Self> {
         Arc::new(Self {
+            transport,
             endpoint,
             binds,
             kind,
@@ -159,7 +166,13 @@ impl Connection {
             writers: tokio::sync::Mutex::new(HashMap::new()),
             replies: Arc::default(),
             requester: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "testing")]
+            log: Mutex::new(Vec::new()),
         })
+    }
+
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     pub(crate) fn endpoint(&self) -> &str {
@@ -227,29 +240,35 @@ impl Connection {
             }
         }
         let (source, address) = if self.kind == Kind::Rpc {
-            let (duplex, address) = if self.binds {
-                let (duplex, address) = Duplex::bind(role, &self.endpoint).await?;
-                (duplex, Some(address))
-            } else {
-                (Duplex::dial(role, &self.endpoint).await, None)
-            };
             let (frames_tx, frames_rx) = mpsc::channel(REQUESTS);
-            let (sender, task) = duplex.run(
-                frames_tx,
-                self.shutdown_signal(),
-                self.settings.send_timeout,
-            );
+            let (sender, task, address) = self
+                .transport
+                .duplex(
+                    role,
+                    &self.endpoint,
+                    self.binds,
+                    frames_tx,
+                    self.shutdown_signal(),
+                    self.settings.send_timeout,
+                )
+                .await?;
             self.spawn(task);
             self.held().responder = Some(sender);
             (FrameSource::Channel(frames_rx), address)
         } else if self.binds {
-            let (reader, address) = Reader::bind(role, &self.endpoint, topics).await?;
+            // The subscription takes the endpoint: a publisher that bound it for peers lets go.
+            self.release_bound_publisher().await;
+            let (reader, address) = self
+                .transport
+                .bind_reader(role, &self.endpoint, topics)
+                .await?;
             (FrameSource::Socket(reader), Some(address))
         } else {
-            (
-                FrameSource::Socket(Reader::dial(role, &self.endpoint, topics).await),
-                None,
-            )
+            let reader = self
+                .transport
+                .dial_reader(role, &self.endpoint, topics)
+                .await;
+            (FrameSource::Socket(reader), None)
         };
         match &address {
             Some(address) => {
@@ -274,6 +293,8 @@ impl Connection {
             limits: self.settings.limits,
             monitor: self.monitor.clone(),
             probe: probe.clone(),
+            #[cfg(feature = "testing")]
+            peer: self.in_process().cloned(),
         };
         let (tx, inbox) = inbox();
         self.spawn(pump(source, intake, tx, self.shutdown_signal()));
@@ -386,6 +407,23 @@ impl Connection {
         Ok(())
     }
 
+    /// Closes the socket a bound broker's publishers listen on, when a subscription is about
+    /// to take the endpoint.
+    async fn release_bound_publisher(&self) {
+        let writer = self
+            .writers
+            .lock()
+            .await
+            .remove(&Target::Bind(self.endpoint.clone()));
+        if let Some(writer) = writer {
+            tracing::info!(endpoint = %self.endpoint, "a subscription takes the endpoint the publishers listened on");
+            match Arc::try_unwrap(writer) {
+                Ok(writer) => writer.into_inner().close().await,
+                Err(shared) => drop(shared),
+            }
+        }
+    }
+
     /// Binds the endpoint for publishers now (a bound broker with no subscription).
     pub(crate) async fn bind_publisher(&self) -> Result<String, ZmqError> {
         self.ensure_open("a publisher")?;
@@ -423,10 +461,10 @@ impl Connection {
         }
         let role = self.kind.writes_with();
         let writer = match &target {
-            Target::Dial(address) => Writer::dial(role, address).await,
-            Target::Queue(address) => Writer::dial(Role::Push, address).await,
+            Target::Dial(address) => self.transport.dial_writer(role, address).await,
+            Target::Queue(address) => self.transport.dial_writer(Role::Push, address).await,
             Target::Bind(address) => {
-                let (writer, resolved) = Writer::bind(role, address).await?;
+                let (writer, resolved) = self.transport.bind_writer(role, address).await?;
                 tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
                 self.monitor.set_bound_address(Some(resolved));
                 writer
@@ -435,6 +473,88 @@ impl Connection {
         let writer = Arc::new(tokio::sync::Mutex::new(writer));
         writers.insert(target, Arc::clone(&writer));
         Ok(writer)
+    }
+
+    /// The in-process peer this connection's sockets report to, when it runs in process.
+    #[cfg(feature = "testing")]
+    pub(crate) fn in_process(&self) -> Option<&crate::testing::Peer> {
+        match &self.transport {
+            Transport::InProcess(peer) => Some(peer),
+            Transport::Sockets => None,
+        }
+    }
+
+    #[cfg(feature = "testing")]
+    fn record(&self, message: ruststream::RawMessage) {
+        if self.in_process().is_some() {
+            self.log
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(message);
+        }
+    }
+
+    /// What this broker published (and was injected with) under `name`, in order.
+    #[cfg(feature = "testing")]
+    pub(crate) fn published(&self, name: &str) -> Vec<ruststream::RawMessage> {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|message| message.name() == name)
+            .cloned()
+            .collect()
+    }
+
+    /// A message from the peer at the other end of this broker's endpoint.
+    #[cfg(feature = "testing")]
+    pub(crate) fn inject(&self, message: ruststream::OutgoingMessage<'_>) {
+        let Some(peer) = self.in_process() else {
+            return;
+        };
+        let (name, payload, headers) = message.into_parts();
+        let payload = Bytes::copy_from_slice(payload);
+        self.record(
+            ruststream::RawMessage::new(name.to_owned(), payload.clone())
+                .with_headers(headers.clone()),
+        );
+        let frames = match wire::encode(name, &headers, payload) {
+            Ok(frames) => frames,
+            Err(err) => {
+                tracing::warn!(name, error = %err, "an injected message cannot be sent");
+                return;
+            }
+        };
+        let address = self
+            .held()
+            .address
+            .clone()
+            .unwrap_or_else(|| self.endpoint.clone());
+        peer.inject(self.kind, &address, self.binds, frames);
+    }
+
+    /// Which of `subscriptions` (this broker's, by name) a publish to `destination` through this
+    /// broker reaches: the routing decision, asked instead of acted on.
+    #[cfg(feature = "testing")]
+    pub(crate) fn routes(&self, destination: &str, subscriptions: &[&str]) -> Vec<usize> {
+        if self.kind == Kind::Rpc {
+            return Vec::new();
+        }
+        let Ok(parsed) = Destination::parse(destination) else {
+            return Vec::new();
+        };
+        let held = self.held();
+        let (Some(listener), Ok(Target::Dial(_))) = (held.subscription.clone(), {
+            drop(held);
+            self.target(&parsed)
+        }) else {
+            return Vec::new();
+        };
+        subscriptions
+            .iter()
+            .position(|name| *name == listener)
+            .into_iter()
+            .collect()
     }
 
     /// Closes every socket and ends every task; never blocks past a bounded wait, never panics.

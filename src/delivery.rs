@@ -15,7 +15,7 @@ use crate::{
     error::ZmqError,
     monitor::ZmqMonitor,
     rpc::ReplyBook,
-    socket::{Reader, stopped},
+    socket::stopped,
     wire::{Frames, Inbound, WireLimits, decode, decode_request},
 };
 
@@ -33,6 +33,9 @@ pub struct ZmqMessage {
     name: Str,
     headers: HeaderMap,
     payload: Bytes,
+    /// In process, the harness's count of deliveries in flight, released when this one settles.
+    #[cfg(feature = "testing")]
+    coordinator: Option<ruststream::testing::Coordinator>,
 }
 
 impl ZmqMessage {
@@ -55,6 +58,18 @@ impl From<Inbound> for ZmqMessage {
             name: inbound.name,
             headers: inbound.headers,
             payload: inbound.payload,
+            #[cfg(feature = "testing")]
+            coordinator: None,
+        }
+    }
+}
+
+impl ZmqMessage {
+    /// Tells the in-process harness this delivery is settled.
+    fn settled(&self) {
+        #[cfg(feature = "testing")]
+        if let Some(coordinator) = &self.coordinator {
+            coordinator.consumed();
         }
     }
 }
@@ -70,11 +85,13 @@ impl IncomingMessage for ZmqMessage {
 
     /// The socket kept no copy, so there is nothing to settle.
     async fn ack(self) -> Result<(), AckError> {
+        self.settled();
         Err(AckError::Unsupported)
     }
 
     /// Nothing can be given back to a socket: a retry is a copy the runtime publishes.
     async fn nack(self, _requeue: bool) -> Result<(), AckError> {
+        self.settled();
         Err(AckError::Unsupported)
     }
 }
@@ -167,11 +184,37 @@ pub(crate) struct Intake {
     pub monitor: ZmqMonitor,
     /// Set on a bound fan-out: told when the broker's own publisher reaches the listener.
     pub probe: Option<Arc<Notify>>,
+    /// In process: the harness's count, which every frame read here was added to.
+    #[cfg(feature = "testing")]
+    pub peer: Option<crate::testing::Peer>,
 }
 
 impl Intake {
     /// Decodes one message, or warns once and counts why it was refused.
     pub(crate) fn admit(&self, frames: &Frames) -> Option<ZmqMessage> {
+        let admitted = self.decode(frames);
+        #[cfg(feature = "testing")]
+        if let Some(coordinator) = self
+            .peer
+            .as_ref()
+            .and_then(crate::testing::Peer::coordinator)
+        {
+            return match admitted {
+                Some(mut message) => {
+                    message.coordinator = Some(coordinator.clone());
+                    Some(message)
+                }
+                None => {
+                    // A probe or a refused frame ends here: nothing will settle it.
+                    coordinator.consumed();
+                    None
+                }
+            };
+        }
+        admitted
+    }
+
+    fn decode(&self, frames: &Frames) -> Option<ZmqMessage> {
         if let Some(probe) = &self.probe
             && frames.len() == 1
             && frames[0] == PROBE_TOPIC.as_bytes()
@@ -222,7 +265,7 @@ pub(crate) fn inbox() -> (mpsc::Sender<ZmqMessage>, Inbox) {
 
 /// Where a reader task takes its frames from: a socket of its own, or a duplex socket's task.
 pub(crate) enum FrameSource {
-    Socket(Reader),
+    Socket(crate::transport::Reader),
     Channel(mpsc::Receiver<Frames>),
 }
 

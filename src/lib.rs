@@ -23,7 +23,13 @@ pub mod routing;
 mod rpc;
 mod socket;
 mod subscription;
+#[cfg(feature = "testing")]
+mod testing;
+mod transport;
 pub mod wire;
+
+/// A task a broker spawns: a socket's loop, a reader's pump.
+type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 pub use broker::{
     ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, Pattern,

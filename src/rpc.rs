@@ -27,7 +27,7 @@ use crate::{
     delivery::ZmqResponderSubscriber,
     endpoint::{Ready, Side, WantsRetryDestination},
     error::ZmqError,
-    socket::{Duplex, DuplexSender, Role},
+    socket::{DuplexSender, Role},
     subscription::{WantsDestination, warn_about_dead_letter},
     wire::{self, CORRELATION_ID, Frames, REPLY_TO, Requester},
 };
@@ -285,20 +285,22 @@ pub(crate) struct RequestChannel {
 
 impl RequestChannel {
     async fn open(connection: &Arc<Connection>) -> Result<Self, ZmqError> {
-        let duplex = if connection.binds() {
-            let (duplex, address) = Duplex::bind(Role::Dealer, connection.endpoint()).await?;
+        let (answers_tx, answers) = mpsc::channel(256);
+        let (sender, task, bound) = connection
+            .transport()
+            .duplex(
+                Role::Dealer,
+                connection.endpoint(),
+                connection.binds(),
+                answers_tx,
+                connection.shutdown_signal(),
+                connection.settings.send_timeout,
+            )
+            .await?;
+        if let Some(address) = bound {
             tracing::info!(endpoint = %address, "requesting from responders that dial in");
             connection.monitor.set_bound_address(Some(address));
-            duplex
-        } else {
-            Duplex::dial(Role::Dealer, connection.endpoint()).await
-        };
-        let (answers_tx, answers) = mpsc::channel(256);
-        let (sender, task) = duplex.run(
-            answers_tx,
-            connection.shutdown_signal(),
-            connection.settings.send_timeout,
-        );
+        }
         connection.spawn(task);
         let pending = Pending::default();
         connection.spawn(match_answers(

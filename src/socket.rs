@@ -515,7 +515,7 @@ impl Writer {
 }
 
 /// A send handed to a duplex socket's task, and where its outcome goes.
-type Outbound = (Frames, oneshot::Sender<Result<(), ZmqError>>);
+pub(crate) type Outbound = (Frames, oneshot::Sender<Result<(), ZmqError>>);
 
 /// Sends through a duplex socket's task; cheap to clone.
 #[derive(Clone)]
@@ -523,7 +523,16 @@ pub(crate) struct DuplexSender {
     tx: mpsc::Sender<Outbound>,
 }
 
+/// The other end of a [`DuplexSender`]: what the socket's task reads its sends from.
+pub(crate) type Outbox = mpsc::Receiver<Outbound>;
+
 impl DuplexSender {
+    /// A sender and the outbox its socket task reads from.
+    pub(crate) fn channel() -> (Self, Outbox) {
+        let (tx, outbox) = mpsc::channel(64);
+        (Self { tx }, outbox)
+    }
+
     /// Sends one message through the socket; answers once the client took it.
     pub(crate) async fn send(&self, frames: Frames) -> Result<(), ZmqError> {
         let gone = || ZmqError::ShutDown { what: "a socket" };
@@ -557,7 +566,7 @@ impl Duplex {
         mut shutdown: watch::Receiver<bool>,
         patience: Duration,
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
-        let (tx, mut outbound) = mpsc::channel::<Outbound>(64);
+        let (sender, mut outbound) = DuplexSender::channel();
         let mut this = self.0;
         let task = async move {
             // One received message waits here while the handler side is full; the socket keeps
@@ -599,7 +608,7 @@ impl Duplex {
             }
             this.close().await;
         };
-        (DuplexSender { tx }, task)
+        (sender, task)
     }
 
     async fn send(

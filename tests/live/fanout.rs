@@ -5,7 +5,7 @@ use std::{convert::Infallible, sync::Arc};
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use ruststream_zmq::{ZmqPublisher, prelude::*};
-use tokio::sync::Semaphore;
+use tokio::sync::watch;
 
 use crate::support::{
     Attempt, Calls, Journal, Payment, Plan, capture_logs, free_port, journal, logged,
@@ -17,16 +17,21 @@ struct AppState {
     gate: Gate,
 }
 
-/// Holds a handler until the test opens it; open by default.
+/// Holds a handler while the test keeps it shut; open by default.
 #[derive(Clone)]
-struct Gate(Arc<Semaphore>);
+struct Gate(Arc<watch::Sender<bool>>);
 
 impl Gate {
     fn open() -> Self {
-        Self(Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)))
+        Self(Arc::new(watch::Sender::new(true)))
     }
-    fn closed() -> Self {
-        Self(Arc::new(Semaphore::new(0)))
+
+    fn set(&self, open: bool) {
+        self.0.send_replace(open);
+    }
+
+    async fn pass(&self) {
+        let _ = self.0.subscribe().wait_for(|open| *open).await;
     }
 }
 
@@ -37,7 +42,7 @@ async fn listen(
     State(calls): State<Calls>,
     State(gate): State<Gate>,
 ) -> HandlerOutcome {
-    let _permit = gate.0.acquire().await;
+    gate.pass().await;
     calls.record("listen", payment.id, attempt.retry_count);
     payment.plan.outcome(attempt.retry_count)
 }
@@ -49,7 +54,7 @@ async fn dialing_listen(
     State(calls): State<Calls>,
     State(gate): State<Gate>,
 ) -> HandlerOutcome {
-    let _permit = gate.0.acquire().await;
+    gate.pass().await;
     calls.record("listen", payment.id, attempt.retry_count);
     payment.plan.outcome(attempt.retry_count)
 }
@@ -314,8 +319,7 @@ async fn every_subscriber_gets_every_message_and_a_slow_one_holds_no_one_back() 
     warm_up(&publisher, "ticks.warmup", &mut [&mut fast, &mut slow]).await;
 
     // The slow subscriber's handler now blocks on its first message.
-    let held = slow_gate.0.forget_permits(Semaphore::MAX_PERMITS);
-    assert!(held > 0);
+    slow_gate.set(false);
     for id in 0..MESSAGES {
         publish(&publisher, "ticks", id, Plan::Ack).await;
     }
@@ -326,7 +330,7 @@ async fn every_subscriber_gets_every_message_and_a_slow_one_holds_no_one_back() 
     assert!(slow.seen.is_empty(), "the slow subscriber was let through");
     println!("the fast subscriber got all {MESSAGES} messages while the slow one was stuck");
 
-    slow_gate.0.add_permits(Semaphore::MAX_PERMITS);
+    slow_gate.set(true);
     let seen = slow
         .until("every message at the slow subscriber", |s| {
             s.len() as u64 == MESSAGES
