@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod assertions;
 mod broker;
 mod connection;
 mod delivery;
