@@ -351,15 +351,21 @@ impl Connection {
         payload: Bytes,
     ) -> Result<(), ZmqError> {
         self.ensure_open("a publisher")?;
+        #[cfg(feature = "testing")]
+        let logged = ruststream::RawMessage::new(destination.to_owned(), payload.clone())
+            .with_headers(headers.clone());
         if self.kind == Kind::Rpc {
-            return self
-                .publish_from_responder(destination, headers, payload)
-                .await;
+            self.publish_from_responder(destination, headers, payload)
+                .await?;
+        } else {
+            let parsed = Destination::parse(destination)?;
+            let frames = wire::encode(parsed.name, headers, payload)?;
+            let target = self.target(&parsed)?;
+            self.send_to(target, frames).await?;
         }
-        let parsed = Destination::parse(destination)?;
-        let frames = wire::encode(parsed.name, headers, payload)?;
-        let target = self.target(&parsed)?;
-        self.send_to(target, frames).await
+        #[cfg(feature = "testing")]
+        self.record(logged);
+        Ok(())
     }
 
     async fn publish_from_responder(
@@ -525,11 +531,12 @@ impl Connection {
                 return;
             }
         };
-        let address = self
-            .held()
-            .address
-            .clone()
-            .unwrap_or_else(|| self.endpoint.clone());
+        // A bound endpoint is where this process listens, port 0 resolved on the bus.
+        let address = if self.binds {
+            peer.resolve(&self.endpoint)
+        } else {
+            self.endpoint.clone()
+        };
         peer.inject(self.kind, &address, self.binds, frames);
     }
 

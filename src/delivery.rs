@@ -33,9 +33,22 @@ pub struct ZmqMessage {
     name: Str,
     headers: HeaderMap,
     payload: Bytes,
-    /// In process, the harness's count of deliveries in flight, released when this one settles.
+    /// In process, the harness's count of deliveries in flight, released once when the last
+    /// handle on this delivery goes: settled, or dropped unsettled.
     #[cfg(feature = "testing")]
-    coordinator: Option<ruststream::testing::Coordinator>,
+    release: Option<Arc<Release>>,
+}
+
+/// Tells the in-process harness a delivery is done with, once, when dropped.
+#[cfg(feature = "testing")]
+#[derive(Debug)]
+pub(crate) struct Release(ruststream::testing::Coordinator);
+
+#[cfg(feature = "testing")]
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.consumed();
+    }
 }
 
 impl ZmqMessage {
@@ -59,17 +72,7 @@ impl From<Inbound> for ZmqMessage {
             headers: inbound.headers,
             payload: inbound.payload,
             #[cfg(feature = "testing")]
-            coordinator: None,
-        }
-    }
-}
-
-impl ZmqMessage {
-    /// Tells the in-process harness this delivery is settled.
-    fn settled(&self) {
-        #[cfg(feature = "testing")]
-        if let Some(coordinator) = &self.coordinator {
-            coordinator.consumed();
+            release: None,
         }
     }
 }
@@ -85,13 +88,11 @@ impl IncomingMessage for ZmqMessage {
 
     /// The socket kept no copy, so there is nothing to settle.
     async fn ack(self) -> Result<(), AckError> {
-        self.settled();
         Err(AckError::Unsupported)
     }
 
     /// Nothing can be given back to a socket: a retry is a copy the runtime publishes.
     async fn nack(self, _requeue: bool) -> Result<(), AckError> {
-        self.settled();
         Err(AckError::Unsupported)
     }
 }
@@ -201,7 +202,7 @@ impl Intake {
         {
             return match admitted {
                 Some(mut message) => {
-                    message.coordinator = Some(coordinator.clone());
+                    message.release = Some(Arc::new(Release(coordinator.clone())));
                     Some(message)
                 }
                 None => {

@@ -59,7 +59,7 @@ struct Point {
     bound: bool,
     attached: Vec<Attachment>,
     /// Messages `inject` sent before a reader attached: (sent by the binding side, frames).
-    waiting: VecDeque<(bool, Frames)>,
+    waiting: VecDeque<(Sender, Frames)>,
     cursor: usize,
 }
 
@@ -141,23 +141,14 @@ impl Bus {
         // A reader that attaches takes what `inject` left waiting for it.
         if matches!(role, Role::Pull | Role::Router) {
             let waiting: Vec<_> = point.waiting.drain(..).collect();
-            for (from_binder, frames) in waiting {
-                let sender = Sender {
-                    role: if role == Role::Pull {
-                        Role::Push
-                    } else {
-                        Role::Dealer
-                    },
-                    binds: from_binder,
-                    identity: Bytes::from_static(INJECTED),
-                };
-                if from_binder == binds
-                    || !matches!(
+            for (sender, frames) in waiting {
+                let taken = sender.binds != binds
+                    && matches!(
                         Self::deliver(point, &sender, frames.clone()),
                         Delivery::Done
-                    )
-                {
-                    point.waiting.push_back((from_binder, frames));
+                    );
+                if !taken {
+                    point.waiting.push_back((sender, frames));
                 }
             }
         }
@@ -313,9 +304,22 @@ fn no_peer(address: &str, patience: Duration) -> ZmqError {
 #[derive(Clone, Default)]
 pub(crate) struct Peer {
     coordinator: Arc<OnceLock<Coordinator>>,
+    /// The ports this connection's port-0 addresses resolved to, kept so that what `inject`
+    /// sends before a subscription binds waits where it will bind.
+    resolved: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Peer {
+    /// Where `address` is on the bus for this connection: port 0 resolved once, and kept.
+    pub(crate) fn resolve(&self, address: &str) -> String {
+        self.resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(address.to_owned())
+            .or_insert_with(|| BUS.resolve(address))
+            .clone()
+    }
+
     fn attachment(
         &self,
         role: Role,
@@ -351,7 +355,7 @@ impl Peer {
         topics: Vec<String>,
     ) -> Result<(BusReader, String), ZmqError> {
         let address = if binds {
-            BUS.resolve(address)
+            self.resolve(address)
         } else {
             address.to_owned()
         };
@@ -393,7 +397,7 @@ impl Peer {
         binds: bool,
     ) -> Result<(BusWriter, String), ZmqError> {
         let address = if binds {
-            BUS.resolve(address)
+            self.resolve(address)
         } else {
             address.to_owned()
         };
@@ -501,12 +505,7 @@ impl Peer {
             // What the sockets keep for a reader that is not there yet: a queue's and a
             // responder's peer hold it; a PUB drops it.
             Delivery::NoPeer if kind != Kind::Fanout && point.waiting.len() < BACKLOG => {
-                let frames = if kind == Kind::Rpc {
-                    [vec![sender.identity.clone()], frames].concat()
-                } else {
-                    frames
-                };
-                point.waiting.push_back((sender.binds, frames));
+                point.waiting.push_back((sender, frames));
             }
             Delivery::NoPeer => {}
         }

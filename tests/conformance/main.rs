@@ -1,0 +1,4 @@
+//! The framework's conformance suites (`ruststream::conformance`), in process and live over
+//! loopback, for every pattern and both sides where a suite takes them.
+
+mod in_process;
