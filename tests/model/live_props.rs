@@ -4,7 +4,12 @@
 //! retry the model says is gone, is seen to publish nothing).
 //!
 //! Each case starts its own service on fresh ports and shuts it down. The number of cases is
-//! `RUSTSTREAM_ZMQ_PROPTEST_CASES` (8 by default).
+//! `RUSTSTREAM_ZMQ_PROPTEST_CASES` (8 by default); `RUSTSTREAM_ZMQ_MODEL_TRACE=1` prints each case
+//! with the journeys the model expected (run with `--nocapture`).
+//!
+//! The case's own-endpoint dead letter is named `payments.dead`, never the subscription's own
+//! name: that one is delivered back to the queue instead of being refused (see the report of
+//! issue 6), which the model does not allow.
 
 use std::{
     collections::BTreeMap,

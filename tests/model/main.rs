@@ -6,7 +6,8 @@
 //! - `wire_props`: the wire format reads back what it writes and survives any frames;
 //! - `live_props`: random settlement plans on the real queue over loopback, against the model.
 //!
-//! `RUSTSTREAM_ZMQ_PROPTEST_CASES` sets the number of live cases (8 by default).
+//! `RUSTSTREAM_ZMQ_PROPTEST_CASES` sets the number of live cases (8 by default);
+//! `RUSTSTREAM_ZMQ_MODEL_TRACE=1` prints each live case with the journeys the model expected.
 
 mod live_props;
 mod model;
