@@ -8,8 +8,9 @@
 //! with the journeys the model expected (run with `--nocapture`).
 //!
 //! The case's own-endpoint dead letter is named `payments.dead`, never the subscription's own
-//! name: that one is delivered back to the queue instead of being refused (see the report of
-//! issue 6), which the model does not allow.
+//! name: `.dead_letter("payments")` on the bound queue `payments` is delivered back to it by
+//! `routing::route` (while `routing::dead_letter_fate` announces it refused, and DESIGN.md says
+//! the publisher refuses it), so that case would fail here until the broker refuses it.
 
 use std::{
     collections::BTreeMap,
