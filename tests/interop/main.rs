@@ -7,5 +7,7 @@
 mod support;
 
 mod fanout;
+mod heartbeat;
 mod queue;
+mod restarts;
 mod rpc;

@@ -149,9 +149,9 @@ async fn a_python_router_answers_the_crates_requester_echoing_the_correlation_id
     assert_eq!(answer.name(), "reply");
     assert_eq!(answer.correlation_id(), Some("order-42"));
     assert_eq!(answer.payload(), br#"{"id":42}"#);
-    let seen = router.line(Duration::from_secs(5)).await.unwrap();
+    let seen = router.answered(Duration::from_secs(5)).await.unwrap();
     assert_eq!(
-        seen["answered"],
+        seen,
         json!({"correlation_id": "order-42", "name": "prices", "payload": "{\"id\":42}", "delimited": false}),
         "the ROUTER read [identity][name][headers][payload]"
     );

@@ -2,6 +2,7 @@
 //! a tap on a subscription, and waiting with deadlines.
 
 use std::{
+    collections::VecDeque,
     process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
@@ -71,6 +72,8 @@ pub struct PyPeer {
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
     stderr: Arc<Mutex<String>>,
+    /// What an echoing ROUTER printed about its answers while a command waited for its line.
+    answered: VecDeque<Value>,
     /// The endpoint it binds (port resolved) or dials.
     pub endpoint: String,
     label: String,
@@ -92,6 +95,10 @@ impl PyPeer {
     /// and the `correlation-id`.
     pub async fn echo_router(address: &str) -> Self {
         Self::start(json!({"socket": "ROUTER", "bind": address, "serve": "echo"})).await
+    }
+
+    pub async fn start_spec(spec: Value) -> Self {
+        Self::start(spec).await
     }
 
     async fn start(mut spec: Value) -> Self {
@@ -134,6 +141,7 @@ impl PyPeer {
             stdin,
             stdout,
             stderr,
+            answered: VecDeque::new(),
             endpoint: String::new(),
             label,
         };
@@ -178,13 +186,26 @@ impl PyPeer {
         let _ = self.stdin.flush().await;
         // A recv waits up to its own timeout on the peer's side before it answers.
         let within = STEP + Duration::from_millis(command["timeout_ms"].as_u64().unwrap_or(0));
-        match self.line(within).await {
-            Some(answer) => answer,
-            None => panic!(
-                "{}",
-                self.failure(&format!("did not answer {command} within {within:?}"))
-            ),
+        loop {
+            match self.line(within).await {
+                Some(answered) if answered.get("answered").is_some() => {
+                    self.answered.push_back(answered);
+                }
+                Some(answer) => return answer,
+                None => panic!(
+                    "{}",
+                    self.failure(&format!("did not answer {command} within {within:?}"))
+                ),
+            }
         }
+    }
+
+    /// The next request an echoing ROUTER answered, as it read it, or `None` after `within`.
+    pub async fn answered(&mut self, within: Duration) -> Option<Value> {
+        if let Some(answered) = self.answered.pop_front() {
+            return Some(answered["answered"].clone());
+        }
+        self.line(within).await.map(|line| line["answered"].clone())
     }
 
     /// Sends one multipart message; a frame is bytes, or `{"repeat": s, "times": n}` built by
