@@ -178,7 +178,9 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
     }
 }
 
-/// A connected [`ZmqBroker`]: opens subscriptions and pairs publishers.
+/// A connected [`ZmqBroker`]: opens subscriptions and pairs publishers. A clone is a handle on
+/// the same connection: it closes when any handle shuts the broker down.
+#[derive(Clone)]
 pub struct ConnectedZmq<P: Pattern, S: Side = Bound> {
     pub(crate) connection: Arc<Connection>,
     marker: PhantomData<fn() -> (P, S)>,
@@ -259,8 +261,7 @@ impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
         name: &str,
         declaration: &ruststream::RetryDeclaration,
     ) -> Result<(), ruststream::DeclareRetryError> {
-        crate::subscription::warn_about_dead_letter(P::KIND, S::BINDS, name, declaration);
-        Ok(())
+        crate::subscription::check_dead_letter(P::KIND, S::BINDS, name, declaration)
     }
 }
 

@@ -241,16 +241,15 @@ impl Connection {
         }
         let (source, address) = if self.kind == Kind::Rpc {
             let (frames_tx, frames_rx) = mpsc::channel(REQUESTS);
+            let (transport, endpoint, binds) =
+                (self.transport.clone(), self.endpoint.clone(), self.binds);
+            let (shutdown, patience) = (self.shutdown_signal(), self.settings.send_timeout);
             let (sender, task, address) = self
-                .transport
-                .duplex(
-                    role,
-                    &self.endpoint,
-                    self.binds,
-                    frames_tx,
-                    self.shutdown_signal(),
-                    self.settings.send_timeout,
-                )
+                .on_own_runtime(async move {
+                    transport
+                        .duplex(role, &endpoint, binds, frames_tx, shutdown, patience)
+                        .await
+                })
                 .await?;
             self.spawn(task);
             self.held().responder = Some(sender);
@@ -258,9 +257,9 @@ impl Connection {
         } else if self.binds {
             // The subscription takes the endpoint: a publisher that bound it for peers lets go.
             self.release_bound_publisher().await;
+            let (transport, endpoint) = (self.transport.clone(), self.endpoint.clone());
             let (reader, address) = self
-                .transport
-                .bind_reader(role, &self.endpoint, topics)
+                .on_own_runtime(async move { transport.bind_reader(role, &endpoint, topics).await })
                 .await?;
             (FrameSource::Socket(reader), Some(address))
         } else {
@@ -406,11 +405,25 @@ impl Connection {
 
     async fn send_to(&self, target: Target, frames: Frames) -> Result<(), ZmqError> {
         let writer = self.writer(target).await?;
-        let mut writer = writer.lock().await;
         self.ensure_open("a publisher")?;
-        writer.send(frames, self.settings.send_timeout).await?;
+        let patience = self.settings.send_timeout;
+        self.on_own_runtime(async move { writer.lock().await.send(frames, patience).await })
+            .await?;
         self.monitor.count_sent();
         Ok(())
+    }
+
+    /// Runs socket work on the runtime this broker connected on. The client spawns a socket's
+    /// tasks on the runtime that connects it, and a publish may come from a runtime that stops
+    /// (a handler's dedicated thread, a caller's own): the socket must outlive it.
+    pub(crate) async fn on_own_runtime<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, ZmqError>> + Send + 'static,
+    ) -> Result<T, ZmqError> {
+        self.runtime
+            .spawn(work)
+            .await
+            .unwrap_or(Err(ZmqError::ShutDown { what: "a socket" }))
     }
 
     /// Closes the socket a bound broker's publishers listen on, when a subscription is about
@@ -470,7 +483,10 @@ impl Connection {
             Target::Dial(address) => self.transport.dial_writer(role, address).await,
             Target::Queue(address) => self.transport.dial_writer(Role::Push, address).await,
             Target::Bind(address) => {
-                let (writer, resolved) = self.transport.bind_writer(role, address).await?;
+                let (transport, address) = (self.transport.clone(), address.clone());
+                let (writer, resolved) = self
+                    .on_own_runtime(async move { transport.bind_writer(role, &address).await })
+                    .await?;
                 tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
                 self.monitor.set_bound_address(Some(resolved));
                 writer

@@ -73,6 +73,18 @@ pub enum ZmqError {
         endpoint: String,
     },
 
+    /// A bound queue's dead letter named like the subscription: its listener would take each one
+    /// as one more retry copy, so the registration is refused at startup.
+    #[error(
+        "the dead letters of subscription `{subscription}` are named `{subscription}`, so they would \
+         land on its own listener as one more retry copy; name a destination on another \
+         endpoint (`{subscription}.dead@tcp://host:port`)"
+    )]
+    DeadLetterIsTheSubscription {
+        /// The subscription.
+        subscription: String,
+    },
+
     /// A destination string that does not parse.
     #[error("destination `{destination}` is not valid: {why}")]
     InvalidDestination {

@@ -18,15 +18,15 @@ pub struct Destination<'a> {
 }
 
 impl<'a> Destination<'a> {
-    /// Splits `name@endpoint` at the last `@` that a `tcp://` or `ipc://` address follows; a name
-    /// with any other `@` stays whole.
+    /// Splits `name@endpoint` at the first `@` that a `tcp://` or `ipc://` address follows (so an
+    /// ipc path may hold an `@`); a name with any other `@` stays whole.
     ///
     /// # Errors
     ///
     /// [`ZmqError::InvalidDestination`] for an empty name, or an endpoint the sockets cannot use.
     pub fn parse(destination: &'a str) -> Result<Self, ZmqError> {
         let split = destination
-            .rmatch_indices('@')
+            .match_indices('@')
             .map(|(at, _)| at)
             .find(|&at| {
                 let rest = &destination[at + 1..];
@@ -276,7 +276,7 @@ mod tests {
         );
         assert_eq!(
             elsewhere.unwrap(),
-            Target::Dial("tcp://127.0.0.1:6000".into())
+            Target::Queue("tcp://127.0.0.1:6000".into())
         );
     }
 

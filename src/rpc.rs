@@ -28,7 +28,7 @@ use crate::{
     endpoint::{Ready, Side, WantsRetryDestination},
     error::ZmqError,
     socket::{DuplexSender, Role},
-    subscription::{WantsDestination, warn_about_dead_letter},
+    subscription::{WantsDestination, check_dead_letter},
     wire::{self, CORRELATION_ID, Frames, REPLY_TO, Requester},
 };
 
@@ -160,9 +160,12 @@ impl<S: Side> SubscriptionSource<ConnectedZmq<RpcKind, S>> for Responder<S, Read
         ruststream::Subscribe::subscribe(connected, &self.name).await
     }
 
-    fn declare_retry(self, declaration: &RetryDeclaration) -> Self {
-        warn_about_dead_letter(Kind::Rpc, S::BINDS, &self.name, declaration);
-        self
+    fn declare_retry_on(
+        &self,
+        _connected: &ConnectedZmq<RpcKind, S>,
+        declaration: &RetryDeclaration,
+    ) -> Result<(), ruststream::DeclareRetryError> {
+        check_dead_letter(Kind::Rpc, S::BINDS, &self.name, declaration)
     }
 }
 
@@ -286,16 +289,28 @@ pub(crate) struct RequestChannel {
 impl RequestChannel {
     async fn open(connection: &Arc<Connection>) -> Result<Self, ZmqError> {
         let (answers_tx, answers) = mpsc::channel(256);
+        let (transport, endpoint, binds) = (
+            connection.transport().clone(),
+            connection.endpoint().to_owned(),
+            connection.binds(),
+        );
+        let (shutdown, patience) = (
+            connection.shutdown_signal(),
+            connection.settings.send_timeout,
+        );
         let (sender, task, bound) = connection
-            .transport()
-            .duplex(
-                Role::Dealer,
-                connection.endpoint(),
-                connection.binds(),
-                answers_tx,
-                connection.shutdown_signal(),
-                connection.settings.send_timeout,
-            )
+            .on_own_runtime(async move {
+                transport
+                    .duplex(
+                        Role::Dealer,
+                        &endpoint,
+                        binds,
+                        answers_tx,
+                        shutdown,
+                        patience,
+                    )
+                    .await
+            })
             .await?;
         if let Some(address) = bound {
             tracing::info!(endpoint = %address, "requesting from responders that dial in");

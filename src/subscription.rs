@@ -4,8 +4,8 @@
 use std::{borrow::Cow, marker::PhantomData};
 
 use ruststream::{
-    AddressedCopies, FromName, RedeliveryAddress, RedeliveryAddressed, RetryDeclaration,
-    SubscriptionSource,
+    AddressedCopies, DeclareRetryError, FromName, RedeliveryAddress, RedeliveryAddressed,
+    RetryDeclaration, SubscriptionSource,
     runtime::{Declared, SubscriberBuilder, SubscriberSettings},
 };
 
@@ -123,9 +123,12 @@ impl<P: OneWay, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscription
         ruststream::Subscribe::subscribe(connected, &self.name).await
     }
 
-    fn declare_retry(self, declaration: &RetryDeclaration) -> Self {
-        warn_about_dead_letter(P::KIND, S::BINDS, &self.name, declaration);
-        self
+    fn declare_retry_on(
+        &self,
+        _connected: &ConnectedZmq<P, S>,
+        declaration: &RetryDeclaration,
+    ) -> Result<(), DeclareRetryError> {
+        check_dead_letter(P::KIND, S::BINDS, &self.name, declaration)
     }
 }
 
@@ -201,16 +204,25 @@ where
 }
 
 /// Says at startup what will become of a registration's dead letters where the declaration
-/// alone shows they will not reach another endpoint.
-pub(crate) fn warn_about_dead_letter(
+/// alone shows they will not reach another endpoint, and refuses the one case the publisher
+/// could not refuse later: a bound queue's dead letter under its own name, which its listener
+/// would take as one more retry copy.
+pub(crate) fn check_dead_letter(
     kind: Kind,
     binds: bool,
     subscription: &str,
     declaration: &RetryDeclaration,
-) {
+) -> Result<(), DeclareRetryError> {
     let Some(dead_letter) = declaration.dead_letter() else {
-        return;
+        return Ok(());
     };
+    if kind == Kind::Queue && binds && dead_letter == subscription {
+        return Err(DeclareRetryError::Broker(Box::new(
+            ZmqError::DeadLetterIsTheSubscription {
+                subscription: subscription.to_owned(),
+            },
+        )));
+    }
     let admission = if kind == Kind::Fanout {
         Admission::Prefix
     } else {
@@ -245,4 +257,5 @@ pub(crate) fn warn_about_dead_letter(
              cannot take it; name one (`{dead_letter}@tcp://host:port`)"
         ),
     }
+    Ok(())
 }

@@ -501,3 +501,29 @@ async fn a_dialing_registration_that_names_no_destination_is_refused_at_startup(
     assert!(text.contains("nowhere-payments"), "{text}");
     assert!(text.contains("NamedCopies"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bound_queue_whose_dead_letter_bears_its_own_name_is_refused_at_startup() {
+    // Published under the subscription's own name, a dead letter would be one more retry copy
+    // to its listener: the publisher could not tell, so startup refuses the registration.
+    let (calls, _journal) = journal();
+    let app = service!(
+        calls,
+        ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")),
+        |b| {
+            b.include(work.name("self-payments"))
+                .max_attempts(nonzero!(2u32))
+                .dead_letter("self-payments");
+        }
+    );
+    let err = app
+        .start()
+        .await
+        .err()
+        .expect("a dead letter into the own listener started")
+        .to_string();
+    assert!(
+        err.contains("self-payments") && err.contains("another endpoint"),
+        "{err}"
+    );
+}
