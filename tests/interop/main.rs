@@ -8,6 +8,7 @@ mod support;
 
 mod fanout;
 mod heartbeat;
+mod hostile;
 mod queue;
 mod restarts;
 mod rpc;

@@ -275,11 +275,6 @@ impl PyPeer {
         let _ = self.child.start_kill();
         let _ = timeout(STEP, self.child.wait()).await;
     }
-
-    /// The port it binds or dials.
-    pub fn port(&self) -> u16 {
-        self.endpoint.rsplit(':').next().unwrap().parse().unwrap()
-    }
 }
 
 /// A subscription read directly, below any handler: each message as the transport delivers it.
@@ -360,15 +355,6 @@ pub fn rss_kib() -> u64 {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in /proc/self/status")
-}
-
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Logs to the test's output when `RUST_LOG` is set, for a run that needs looking into.
