@@ -231,6 +231,20 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     }
 }
 
+/// Describes the endpoint for the AsyncAPI document: its host and port (the path of an `ipc://`
+/// endpoint), never more. ZeroMQ's NULL mechanism has no credentials to leak.
+impl<P: Pattern, S: Side> ruststream::DescribeServer for ZmqBroker<P, S> {
+    fn describe_server(&self) -> ruststream::ServerSpec {
+        let address = self.endpoint.address();
+        let mut spec = match address.strip_prefix("ipc://") {
+            Some(path) => ruststream::ServerSpec::new(path, "zmq"),
+            None => ruststream::ServerSpec::from_url(address, "zmq"),
+        };
+        spec.protocol_version = Some("3.0".to_owned());
+        spec
+    }
+}
+
 impl<P: Pattern, S: Side> ConnectedBroker for ConnectedZmq<P, S> {
     type Error = ZmqError;
     type Closed = ();

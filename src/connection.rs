@@ -263,10 +263,12 @@ impl Connection {
                 .await?;
             (FrameSource::Socket(reader), Some(address))
         } else {
+            let (transport, endpoint) = (self.transport.clone(), self.endpoint.clone());
             let reader = self
-                .transport
-                .dial_reader(role, &self.endpoint, topics)
-                .await;
+                .on_own_runtime(
+                    async move { Ok(transport.dial_reader(role, &endpoint, topics).await) },
+                )
+                .await?;
             (FrameSource::Socket(reader), None)
         };
         match &address {
@@ -310,10 +312,9 @@ impl Connection {
         let deadline = Instant::now() + self.settings.send_timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            writer
-                .lock()
-                .await
-                .send(vec![Bytes::from_static(PROBE_TOPIC.as_bytes())], left)
+            let writer = Arc::clone(&writer);
+            let probe_frames = vec![Bytes::from_static(PROBE_TOPIC.as_bytes())];
+            self.on_own_runtime(async move { writer.lock().await.send(probe_frames, left).await })
                 .await?;
             if timeout(Duration::from_millis(20), probe.notified())
                 .await
@@ -443,6 +444,12 @@ impl Connection {
         }
     }
 
+    /// The address of the subscription this process binds on the endpoint, if one does.
+    pub(crate) fn own_listener(&self) -> Option<String> {
+        let held = self.held();
+        held.subscription.as_ref().and(held.address.clone())
+    }
+
     /// Binds the endpoint for publishers now (a bound broker with no subscription).
     pub(crate) async fn bind_publisher(&self) -> Result<String, ZmqError> {
         self.ensure_open("a publisher")?;
@@ -479,11 +486,20 @@ impl Connection {
             return Ok(Arc::clone(writer));
         }
         let role = self.kind.writes_with();
-        let writer = match &target {
-            Target::Dial(address) => self.transport.dial_writer(role, address).await,
-            Target::Queue(address) => self.transport.dial_writer(Role::Push, address).await,
+        let transport = self.transport.clone();
+        // Made on the broker's runtime: a PUB starts a task of its own when it is created.
+        let writer = match target.clone() {
+            Target::Dial(address) => {
+                self.on_own_runtime(async move { Ok(transport.dial_writer(role, &address).await) })
+                    .await?
+            }
+            Target::Queue(address) => {
+                self.on_own_runtime(
+                    async move { Ok(transport.dial_writer(Role::Push, &address).await) },
+                )
+                .await?
+            }
             Target::Bind(address) => {
-                let (transport, address) = (self.transport.clone(), address.clone());
                 let (writer, resolved) = self
                     .on_own_runtime(async move { transport.bind_writer(role, &address).await })
                     .await?;

@@ -289,11 +289,12 @@ pub(crate) struct RequestChannel {
 impl RequestChannel {
     async fn open(connection: &Arc<Connection>) -> Result<Self, ZmqError> {
         let (answers_tx, answers) = mpsc::channel(256);
-        let (transport, endpoint, binds) = (
-            connection.transport().clone(),
-            connection.endpoint().to_owned(),
-            connection.binds(),
-        );
+        // Beside a responder this process binds, the requester dials that responder's listener.
+        let (endpoint, binds) = match connection.own_listener() {
+            Some(listener) => (listener, false),
+            None => (connection.endpoint().to_owned(), connection.binds()),
+        };
+        let transport = connection.transport().clone();
         let (shutdown, patience) = (
             connection.shutdown_signal(),
             connection.settings.send_timeout,

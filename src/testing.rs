@@ -1,8 +1,8 @@
 //! The in-process mode (feature `testing`): the production brokers over a bus that stands in for
 //! the sockets, so `TestApp::start(app())` runs a service with no network.
 //!
-//! The bus plays ZeroMQ's part and nothing more: endpoints are addresses in a process-wide
-//! table, a bound address is taken until its socket closes, a socket reaches only sockets on the
+//! The bus plays ZeroMQ's part and nothing more: endpoints are addresses in a table scoped to
+//! the runtime the brokers connected on, a bound address is taken until its socket closes, a socket reaches only sockets on the
 //! other side of an endpoint (a binder reaches dialers and back), PUSH picks one reader in turn
 //! and waits for one when none is there, PUB hands each matching SUB a copy and drops what a full
 //! one cannot take, ROUTER answers at the identity a request carried. Everything above the
@@ -129,7 +129,7 @@ impl Bus {
         if attachment.binds {
             if point.bound {
                 return Err(ZmqError::Bind {
-                    endpoint: address.to_owned(),
+                    endpoint: plain(address).to_owned(),
                     source: "the address is in use (in process)".into(),
                 });
             }
@@ -280,7 +280,7 @@ impl Bus {
                 }
                 Delivery::UnknownPeer => {
                     return Err(ZmqError::UnknownPeer {
-                        endpoint: address.to_owned(),
+                        endpoint: plain(address).to_owned(),
                     });
                 }
                 Delivery::NoPeer => {
@@ -293,16 +293,25 @@ impl Bus {
     }
 }
 
+/// The address a bus key stands for, for errors and logs.
+fn plain(key: &str) -> &str {
+    key.split_once('|').map_or(key, |(_, address)| address)
+}
+
 fn no_peer(address: &str, patience: Duration) -> ZmqError {
     ZmqError::Send {
-        endpoint: address.to_owned(),
+        endpoint: plain(address).to_owned(),
         source: format!("no peer took the message within {patience:?} (in process)").into(),
     }
 }
 
 /// A connection's door to the bus: what its sockets report to.
-#[derive(Clone, Default)]
+///
+/// Endpoints are scoped to the runtime the broker connected on: each test runs its own
+/// runtime, so two tests that start the same app (the same fixed addresses) do not meet.
+#[derive(Clone)]
 pub(crate) struct Peer {
+    scope: String,
     coordinator: Arc<OnceLock<Coordinator>>,
     /// The ports this connection's port-0 addresses resolved to, kept so that what `inject`
     /// sends before a subscription binds waits where it will bind.
@@ -310,6 +319,20 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
+    /// A peer on the bus scope of the current runtime.
+    fn new() -> Self {
+        Self {
+            scope: tokio::runtime::Handle::current().id().to_string(),
+            coordinator: Arc::default(),
+            resolved: Arc::default(),
+        }
+    }
+
+    /// The bus's key for `address` in this peer's scope.
+    fn key(&self, address: &str) -> String {
+        format!("{}|{address}", self.scope)
+    }
+
     /// Where `address` is on the bus for this connection: port 0 resolved once, and kept.
     pub(crate) fn resolve(&self, address: &str) -> String {
         self.resolved
@@ -362,10 +385,11 @@ impl Peer {
         let (tx, rx) = mpsc::channel(QUEUE);
         let attachment = self.attachment(role, binds, topics, Some(tx));
         let id = attachment.id;
-        BUS.attach(&address, attachment)?;
+        let key = self.key(&address);
+        BUS.attach(&key, attachment)?;
         Ok((
             BusReader {
-                address: address.clone(),
+                address: key,
                 id,
                 rx,
             },
@@ -408,10 +432,11 @@ impl Peer {
             identity: attachment.identity.clone(),
         };
         let id = attachment.id;
-        BUS.attach(&address, attachment)?;
+        let key = self.key(&address);
+        BUS.attach(&key, attachment)?;
         Ok((
             BusWriter {
-                address: address.clone(),
+                address: key,
                 id,
                 sender,
             },
@@ -448,7 +473,7 @@ impl Peer {
         let sender = {
             let points = BUS.points();
             let identity = points
-                .get(&resolved)
+                .get(&self.key(&resolved))
                 .and_then(|point| point.attached.iter().find(|a| a.id == reader.id))
                 .map(|a| a.identity.clone())
                 .unwrap_or_default();
@@ -459,7 +484,7 @@ impl Peer {
             }
         };
         let (handle, mut outbox) = DuplexSender::channel();
-        let address = resolved.clone();
+        let address = self.key(&resolved);
         let task = async move {
             loop {
                 tokio::select! {
@@ -493,7 +518,7 @@ impl Peer {
             identity: Bytes::from([INJECTED, n.to_string().as_bytes()].concat()),
         };
         let mut points = BUS.points();
-        let point = points.entry(address.to_owned()).or_default();
+        let point = points.entry(self.key(address)).or_default();
         match Bus::deliver(point, &sender, frames.clone()) {
             Delivery::Done => {}
             Delivery::Full(..) | Delivery::UnknownPeer => {
@@ -559,7 +584,7 @@ impl BusWriter {
 impl<P: Pattern, S: Side> InProcess for ZmqBroker<P, S> {
     /// The production broker over the in-process bus: the same refusals, no sockets.
     async fn connect_in_process(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        self.connect_on(Transport::InProcess(Peer::default()))
+        self.connect_on(Transport::InProcess(Peer::new()))
     }
 }
 

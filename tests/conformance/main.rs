@@ -2,3 +2,4 @@
 //! loopback, for every pattern and both sides where a suite takes them.
 
 mod in_process;
+mod live;

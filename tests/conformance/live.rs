@@ -1,0 +1,255 @@
+//! The suites that connect through `Broker::connect`, live over loopback sockets and again in
+//! process (wrapped in `InProcessBroker`): the lifecycle ladder, a shared handle, the redelivery
+//! address, settlement, backlog and refusals, batches, and request-reply. The suites that do not
+//! apply are listed, with the reason, in the crate docs (`Conformance`).
+
+use std::time::Duration;
+
+use ruststream::Name;
+use ruststream::conformance::{
+    capabilities,
+    harness::{self, InProcessBroker},
+    in_process::{self, Refusal},
+    lifecycle, retry, settlement,
+};
+use ruststream_zmq::{
+    Bound, Dialing, FanoutSubscription, QueueSubscription, Responder, ZmqEndpoint, ZmqFanout,
+    ZmqQueue, ZmqRpc,
+};
+
+/// Short enough that a publish nobody can take fails fast.
+const PATIENCE: Duration = Duration::from_millis(500);
+
+fn bound_queue() -> ZmqQueue<Bound> {
+    ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).send_timeout(PATIENCE)
+}
+
+fn bound_fanout() -> ZmqFanout<Bound> {
+    ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).send_timeout(PATIENCE)
+}
+
+fn bound_rpc() -> ZmqRpc<Bound> {
+    ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).send_timeout(PATIENCE)
+}
+
+fn queue_source(name: &str) -> QueueSubscription<Bound> {
+    QueueSubscription::new(name.to_owned())
+}
+
+fn fanout_source(name: &str) -> FanoutSubscription<Bound> {
+    FanoutSubscription::new(name.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lifecycle_ladder_holds_for_a_bound_queue() {
+    harness::lifecycle(
+        bound_queue,
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lifecycle_ladder_holds_for_a_bound_queue_in_process() {
+    harness::lifecycle(
+        || InProcessBroker::new(bound_queue()),
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lifecycle_ladder_holds_for_a_bound_fanout() {
+    harness::lifecycle(
+        bound_fanout,
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lifecycle_ladder_holds_for_a_bound_fanout_in_process() {
+    harness::lifecycle(
+        || InProcessBroker::new(bound_fanout()),
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clone_of_a_connected_broker_closes_with_it() {
+    lifecycle::shared_handle_closes(
+        bound_queue,
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    lifecycle::shared_handle_closes(
+        bound_fanout,
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    lifecycle::shared_handle_closes(
+        || ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:1")).send_timeout(PATIENCE),
+        |name| {
+            QueueSubscription::<Dialing>::new(name.to_owned()).out_retry("copies@tcp://127.0.0.1:1")
+        },
+        |connected| connected.publisher(),
+    )
+    .await;
+    lifecycle::shared_handle_closes(
+        bound_rpc,
+        |name| Responder::<Bound>::new(name.to_owned()).out_retry("copies@tcp://127.0.0.1:1"),
+        |connected| connected.publisher(),
+    )
+    .await;
+    lifecycle::shared_handle_closes(
+        || InProcessBroker::new(bound_queue()),
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_to_the_redelivery_address_reaches_the_subscription() {
+    retry::redelivery_address(
+        bound_queue,
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    retry::redelivery_address(
+        bound_fanout,
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    retry::redelivery_address(
+        || InProcessBroker::new(bound_queue()),
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    retry::redelivery_address(
+        || InProcessBroker::new(bound_fanout()),
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    // The bare name of a by-name subscription is its address on a bound endpoint too.
+    retry::redelivery_address(
+        bound_queue,
+        |name| Name::new(name.to_owned()),
+        |connected| connected.publisher(),
+    )
+    .await;
+    retry::redelivery_address(
+        bound_fanout,
+        |name| Name::new(name.to_owned()),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settlement_answers_unsupported_live_and_in_process_alike() {
+    let answers = settlement::suite(
+        bound_queue,
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+        Duration::ZERO,
+    )
+    .await;
+    println!("settlement answers on a bound queue: {answers:?}");
+    settlement::matches_in_process(
+        bound_queue,
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+        Duration::ZERO,
+    )
+    .await;
+    settlement::matches_in_process(
+        bound_fanout,
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+        Duration::ZERO,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_process_backlog_and_refusals_match_the_sockets() {
+    in_process::backlog_matches_server(bound_queue, |connected| connected.publisher()).await;
+    in_process::backlog_matches_server(bound_fanout, |connected| connected.publisher()).await;
+    in_process::refuses_like_the_server(
+        bound_queue,
+        |connected| connected.publisher(),
+        [
+            Refusal::Conflicting {
+                open: queue_source("first"),
+                refused: queue_source("second"),
+            },
+            Refusal::Publish {
+                name: "payments@udp://127.0.0.1:1".to_owned(),
+            },
+        ],
+    )
+    .await;
+    in_process::refuses_like_the_server(
+        bound_fanout,
+        |connected| connected.publisher(),
+        [Refusal::Conflicting {
+            open: fanout_source("orders"),
+            refused: fanout_source("invoices"),
+        }],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_are_assembled_to_the_size_asked_for() {
+    capabilities::batches(
+        bound_queue,
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    capabilities::batches(
+        bound_fanout,
+        |name| fanout_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+    capabilities::batches(
+        || InProcessBroker::new(bound_queue()),
+        |name| queue_source(name),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_answered_through_the_reply_address() {
+    let responder =
+        |name: &str| Responder::<Bound>::new(name.to_owned()).out_retry("copies@tcp://127.0.0.1:1");
+    capabilities::request_reply(
+        bound_rpc,
+        responder,
+        |connected| connected.requester(),
+        |connected| connected.publisher(),
+    )
+    .await;
+    capabilities::request_reply(
+        || InProcessBroker::new(bound_rpc()),
+        responder,
+        |connected| connected.requester(),
+        |connected| connected.publisher(),
+    )
+    .await;
+}
