@@ -133,8 +133,10 @@ impl<S: Side> ZmqEndpoint<S> {
 /// Whether `address` is one the sockets accept: `tcp://host:port` or `ipc://path`.
 pub(crate) fn check_address(address: &str) -> Result<(), ZmqError> {
     let accepted = address.strip_prefix("tcp://").is_some_and(|rest| {
-        rest.rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+        // No user information: ZeroMQ's NULL mechanism has no credentials to carry.
+        rest.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && !host.contains(['@', '/']) && port.parse::<u16>().is_ok()
+        })
     }) || address
         .strip_prefix("ipc://")
         .is_some_and(|path| !path.is_empty());
@@ -191,6 +193,7 @@ mod tests {
             "udp://1.2.3.4:5",
             "tcp://nohost",
             "tcp://:5",
+            "tcp://user:secret@127.0.0.1:5555",
             "127.0.0.1:5555",
             "ipc://",
             "",

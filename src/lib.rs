@@ -9,6 +9,41 @@
 //! a plain `retry()` delivers nothing again, and every retry is a copy this service publishes:
 //! a bound queue or fan-out subscription's copies go to its own listener; a dialing one's, and
 //! every responder's, go to the destination its registration names.
+//!
+//! # Testing a service
+//!
+//! Under the `testing` feature, `TestApp::start(app())` runs the production app with its
+//! brokers connected in process: the same connection, wire format, limits and routing of copies
+//! as on the sockets, over a bus that stands in for them (scoped to the test's runtime, so tests
+//! that start the same app do not meet). `tb.broker::<ZmqQueue>()` (or `broker_named(label)`)
+//! injects messages and reads what the service published; see `examples/testing_payments.rs`.
+//! A queue or a responder keeps what a peer sent before the subscription opened
+//! (`Backlog::Delivered`), a fan-out drops it (`Backlog::Missed`), as the sockets do.
+//!
+//! # Conformance
+//!
+//! `tests/conformance/` runs the framework's suites, in process and live over loopback:
+//! `harness::run_suite` (every pattern, both sides), `harness::lifecycle`,
+//! `lifecycle::shared_handle_closes`, `retry::redelivery_address` (descriptors and the bare
+//! name), `settlement::suite`, `settlement::matches_in_process`,
+//! `in_process::backlog_matches_server`, `in_process::refuses_like_the_server`,
+//! `capabilities::batches` and `capabilities::request_reply`.
+//!
+//! The ones that do not apply, and why:
+//!
+//! - `lifecycle::shutdown_flushes` reads, on a new connection, what the old one published right
+//!   before it shut down. There is no server between ZeroMQ peers to hold it: what a subscription
+//!   had read and not handled is lost when it closes, which is the seeds' at-most-once rule.
+//! - `message_shape::publish_options`: the publishers have no per-message options
+//!   (`Options = ()`), so there is no override to check.
+//! - `harness::describes_without_credentials`, `message_shape::publishes_without_credentials`,
+//!   `message_shape::describes_addresses_without_credentials`: ZeroMQ's NULL mechanism has no
+//!   credentials, an endpoint with user information is refused at startup, and the described
+//!   server is the endpoint's host and port (`DescribeServer` takes it through
+//!   `ServerSpec::from_url`, which drops user information).
+//! - `retry::broker_moves`, `capabilities::transactions`, `owned_transactions`, `seeking`,
+//!   `batch_seeking`, `carries`, `carries_batch`, `message_shape::keyed_order`: the transport
+//!   has none of these capabilities, and the crate emulates none.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
