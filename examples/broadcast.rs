@@ -25,7 +25,7 @@ struct Tick {
 
 #[subscriber(FanoutSubscription::<Dialing>)]
 async fn render(tick: &Tick) -> HandlerOutcome {
-    if tick.seq % 7 == 0 {
+    if tick.seq.is_multiple_of(7) {
         tracing::warn!(tick.seq, "the chart was busy; rendering again in 100 ms");
         return HandlerOutcome::retry_after(Duration::from_millis(100));
     }

@@ -26,8 +26,11 @@ use crate::{
 pub struct Subscription<P, S: Side, State = <S as Side>::Fresh> {
     name: Cow<'static, str>,
     retry_to: Option<Cow<'static, str>>,
-    marker: PhantomData<fn() -> (P, S, State)>,
+    marker: Marker<P, S, State>,
 }
+
+/// The type parameters a builder carries and holds nothing of.
+type Marker<P, S, State> = PhantomData<fn() -> (P, S, State)>;
 
 /// A [`ZmqQueue`](crate::ZmqQueue) subscription.
 ///

@@ -42,19 +42,14 @@ fn fanout_source(name: &str) -> FanoutSubscription<Bound> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lifecycle_ladder_holds_for_a_bound_queue() {
-    harness::lifecycle(
-        bound_queue,
-        |name| queue_source(name),
-        |connected| connected.publisher(),
-    )
-    .await;
+    harness::lifecycle(bound_queue, queue_source, |connected| connected.publisher()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lifecycle_ladder_holds_for_a_bound_queue_in_process() {
     harness::lifecycle(
         || InProcessBroker::new(bound_queue()),
-        |name| queue_source(name),
+        queue_source,
         |connected| connected.publisher(),
     )
     .await;
@@ -62,11 +57,9 @@ async fn the_lifecycle_ladder_holds_for_a_bound_queue_in_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lifecycle_ladder_holds_for_a_bound_fanout() {
-    harness::lifecycle(
-        bound_fanout,
-        |name| fanout_source(name),
-        |connected| connected.publisher(),
-    )
+    harness::lifecycle(bound_fanout, fanout_source, |connected| {
+        connected.publisher()
+    })
     .await;
 }
 
@@ -74,7 +67,7 @@ async fn the_lifecycle_ladder_holds_for_a_bound_fanout() {
 async fn the_lifecycle_ladder_holds_for_a_bound_fanout_in_process() {
     harness::lifecycle(
         || InProcessBroker::new(bound_fanout()),
-        |name| fanout_source(name),
+        fanout_source,
         |connected| connected.publisher(),
     )
     .await;
@@ -82,17 +75,11 @@ async fn the_lifecycle_ladder_holds_for_a_bound_fanout_in_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clone_of_a_connected_broker_closes_with_it() {
-    lifecycle::shared_handle_closes(
-        bound_queue,
-        |name| queue_source(name),
-        |connected| connected.publisher(),
-    )
-    .await;
-    lifecycle::shared_handle_closes(
-        bound_fanout,
-        |name| fanout_source(name),
-        |connected| connected.publisher(),
-    )
+    lifecycle::shared_handle_closes(bound_queue, queue_source, |connected| connected.publisher())
+        .await;
+    lifecycle::shared_handle_closes(bound_fanout, fanout_source, |connected| {
+        connected.publisher()
+    })
     .await;
     lifecycle::shared_handle_closes(
         || ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:1")).send_timeout(PATIENCE),
@@ -110,7 +97,7 @@ async fn a_clone_of_a_connected_broker_closes_with_it() {
     .await;
     lifecycle::shared_handle_closes(
         || InProcessBroker::new(bound_queue()),
-        |name| queue_source(name),
+        queue_source,
         |connected| connected.publisher(),
     )
     .await;
@@ -118,27 +105,20 @@ async fn a_clone_of_a_connected_broker_closes_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_to_the_redelivery_address_reaches_the_subscription() {
-    retry::redelivery_address(
-        bound_queue,
-        |name| queue_source(name),
-        |connected| connected.publisher(),
-    )
-    .await;
-    retry::redelivery_address(
-        bound_fanout,
-        |name| fanout_source(name),
-        |connected| connected.publisher(),
-    )
+    retry::redelivery_address(bound_queue, queue_source, |connected| connected.publisher()).await;
+    retry::redelivery_address(bound_fanout, fanout_source, |connected| {
+        connected.publisher()
+    })
     .await;
     retry::redelivery_address(
         || InProcessBroker::new(bound_queue()),
-        |name| queue_source(name),
+        queue_source,
         |connected| connected.publisher(),
     )
     .await;
     retry::redelivery_address(
         || InProcessBroker::new(bound_fanout()),
-        |name| fanout_source(name),
+        fanout_source,
         |connected| connected.publisher(),
     )
     .await;
@@ -161,7 +141,7 @@ async fn a_publish_to_the_redelivery_address_reaches_the_subscription() {
 async fn settlement_answers_unsupported_live_and_in_process_alike() {
     let answers = settlement::suite(
         bound_queue,
-        |name| queue_source(name),
+        queue_source,
         |connected| connected.publisher(),
         Duration::ZERO,
     )
@@ -169,14 +149,14 @@ async fn settlement_answers_unsupported_live_and_in_process_alike() {
     println!("settlement answers on a bound queue: {answers:?}");
     settlement::matches_in_process(
         bound_queue,
-        |name| queue_source(name),
+        queue_source,
         |connected| connected.publisher(),
         Duration::ZERO,
     )
     .await;
     settlement::matches_in_process(
         bound_fanout,
-        |name| fanout_source(name),
+        fanout_source,
         |connected| connected.publisher(),
         Duration::ZERO,
     )
@@ -214,21 +194,14 @@ async fn the_in_process_backlog_and_refusals_match_the_sockets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_are_assembled_to_the_size_asked_for() {
-    capabilities::batches(
-        bound_queue,
-        |name| queue_source(name),
-        |connected| connected.publisher(),
-    )
-    .await;
-    capabilities::batches(
-        bound_fanout,
-        |name| fanout_source(name),
-        |connected| connected.publisher(),
-    )
+    capabilities::batches(bound_queue, queue_source, |connected| connected.publisher()).await;
+    capabilities::batches(bound_fanout, fanout_source, |connected| {
+        connected.publisher()
+    })
     .await;
     capabilities::batches(
         || InProcessBroker::new(bound_queue()),
-        |name| queue_source(name),
+        queue_source,
         |connected| connected.publisher(),
     )
     .await;

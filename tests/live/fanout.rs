@@ -278,8 +278,7 @@ async fn a_dialing_fanout_registration_that_names_no_destination_is_refused_at_s
     let err = app
         .start()
         .await
-        .err()
-        .expect("a dialing fan-out with no destination started")
+        .expect_err("a dialing fan-out with no destination started")
         .to_string();
     assert!(
         err.contains("unnamed-news") && err.contains("NamedCopies"),

@@ -48,8 +48,7 @@ async fn an_endpoint_other_than_tcp_or_ipc_is_refused_at_startup_naming_it() {
     let err = app
         .start()
         .await
-        .err()
-        .expect("an inproc endpoint starts")
+        .expect_err("an inproc endpoint starts")
         .to_string();
     assert!(
         err.contains("inproc://payments") && err.contains("tcp://host:port"),
@@ -126,8 +125,7 @@ async fn a_second_subscription_on_a_bound_endpoint_is_refused_at_startup() {
     let err = app
         .start()
         .await
-        .err()
-        .expect("two subscriptions on one bound queue start")
+        .expect_err("two subscriptions on one bound queue start")
         .to_string();
     assert!(
         err.contains("`second`") && err.contains("`first` already holds it"),

@@ -495,8 +495,7 @@ async fn a_dialing_registration_that_names_no_destination_is_refused_at_startup(
     let err = app
         .start()
         .await
-        .err()
-        .expect("a dialing registration with no destination starts");
+        .expect_err("a dialing registration with no destination starts");
     let text = err.to_string();
     assert!(text.contains("nowhere-payments"), "{text}");
     assert!(text.contains("NamedCopies"), "{text}");
@@ -519,8 +518,7 @@ async fn a_bound_queue_whose_dead_letter_bears_its_own_name_is_refused_at_startu
     let err = app
         .start()
         .await
-        .err()
-        .expect("a dead letter into the own listener started")
+        .expect_err("a dead letter into the own listener started")
         .to_string();
     assert!(
         err.contains("self-payments") && err.contains("another endpoint"),

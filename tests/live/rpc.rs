@@ -174,8 +174,7 @@ async fn a_by_name_responder_that_names_no_destination_is_refused_at_startup() {
     let err = app
         .start()
         .await
-        .err()
-        .expect("a responder with no destination for its copies started")
+        .expect_err("a responder with no destination for its copies started")
         .to_string();
     assert!(
         err.contains("nameless-quotes") && err.contains("NamedCopies"),

@@ -232,12 +232,3 @@ pub async fn logged(parts: &[&str]) -> String {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
-
-/// Waits until `check` holds, polling; panics naming `what` at the deadline.
-pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
