@@ -337,6 +337,11 @@ impl Deadline {
         }
     }
 
+    /// Whether the deadline has passed.
+    pub fn passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
     /// Fails the test once the deadline has passed.
     pub fn check(&self) {
         assert!(
