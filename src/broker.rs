@@ -180,6 +180,9 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
 
 /// A connected [`ZmqBroker`]: opens subscriptions and pairs publishers. A clone is a handle on
 /// the same connection: it closes when any handle shuts the broker down.
+///
+/// Only this form publishes (`ui-tests/publisher_before_connect.rs`), and `shutdown` consumes it
+/// (`ui-tests/connected_broker_used_after_shutdown.rs`).
 #[derive(Clone)]
 pub struct ConnectedZmq<P: Pattern, S: Side = Bound> {
     pub(crate) connection: Arc<Connection>,

@@ -75,7 +75,8 @@ impl ReplyBook {
 ///
 /// A responder's name is not a destination (its socket answers only the identities requests
 /// carry), so on either side it starts [`WantsRetryDestination`] and is mounted only once
-/// `out_retry(destination)` has named a queue for its copies.
+/// `out_retry(destination)` has named a queue for its copies; `ui-tests/`
+/// `responder_mounted_without_out_retry.rs` shows the error otherwise.
 ///
 /// ```
 /// use ruststream_zmq::{Bound, Responder};

@@ -23,6 +23,12 @@ use crate::{
 /// On a bound endpoint it starts [`Ready`]. On a dialing endpoint it starts
 /// [`WantsRetryDestination`] and is not a subscription until `out_retry(destination)` has named
 /// where copies go: mounting it before is a compile error.
+///
+/// The compile errors a user gets, each a case in `ui-tests/`:
+/// `dialing_builder_mounted_without_out_retry.rs`,
+/// `dialing_fanout_mounted_without_out_retry.rs`, `out_retry_on_a_bound_builder.rs` (a bound
+/// builder has no such step), `out_retry_twice.rs`, and
+/// `typed_dialing_subscriber_in_a_router_without_out_retry.rs`.
 pub struct Subscription<P, S: Side, State = <S as Side>::Fresh> {
     name: Cow<'static, str>,
     retry_to: Option<Cow<'static, str>>,

@@ -12,7 +12,13 @@
 //!   `#[subscriber(QueueSubscription::<Dialing>)]` handler in a `Router` chain without
 //!   `.out_retry(..)`;
 //! - `framework_out_retry_without_to_on_a_dialing_queue`: the framework's `.out_retry(Publish)`
-//!   without `.to(..)` on a dialing by-name registration in a `Router` chain.
+//!   without `.to(..)` on a dialing by-name registration in a `Router` chain;
+//! - `dialing_fanout_mounted_without_out_retry`: a `FanoutSubscription::<Dialing>` mounted
+//!   before `.out_retry(..)`;
+//! - `responder_mounted_without_out_retry`: a `Responder` (bound, even) mounted before
+//!   `.out_retry(..)`;
+//! - `publisher_before_connect`: a publisher asked of a broker that has not connected;
+//! - `connected_broker_used_after_shutdown`: the connected form used after `shutdown` consumed it.
 
 #[test]
 fn misuses_of_the_retry_destination_do_not_compile() {

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Fuzzes the wire decoders (fuzz/fuzz_targets/decode.rs) with libFuzzer for $1 seconds (60 by
+# default). Not part of CI. The toolchain is stable: RUSTC_BOOTSTRAP lets cargo-fuzz use the
+# sanitizer flags it needs. Extra arguments after the first go to libFuzzer.
+#   scripts/fuzz.sh            # 60 s
+#   scripts/fuzz.sh 600 -jobs=2
+# Pass FUZZ_FEATURES=strict to also fail on the known decode/encode header gap.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz
+fi
+
+seconds="${1:-60}"
+shift || true
+features=()
+if [ -n "${FUZZ_FEATURES:-}" ]; then
+    features=(--features "$FUZZ_FEATURES")
+fi
+RUSTC_BOOTSTRAP=1 cargo fuzz run "${features[@]}" decode -- -max_total_time="$seconds" "$@"
