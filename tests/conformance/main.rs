@@ -3,3 +3,4 @@
 
 mod in_process;
 mod live;
+mod test_app;

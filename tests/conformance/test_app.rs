@@ -1,0 +1,102 @@
+//! The in-process mode refuses what the sockets refuse, with the same errors: `TestApp` runs the
+//! production app and meets the same refusals as the live service.
+
+use ruststream::testing::TestApp;
+use ruststream_zmq::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing)]
+struct Job {
+    id: u64,
+}
+
+#[subscriber]
+async fn work(job: &Job) -> HandlerOutcome {
+    let _ = job.id;
+    HandlerOutcome::retry()
+}
+
+fn two_on_one_bound_queue() -> impl App {
+    RustStream::new(AppInfo::new("jobs", "0.1.0")).with_broker(
+        ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")),
+        |b| {
+            b.include(work.name("first"));
+            b.include(work.name("second"));
+        },
+    )
+}
+
+fn dialing_without_destination() -> impl App {
+    RustStream::new(AppInfo::new("jobs", "0.1.0")).with_broker(
+        ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:1")),
+        |b| {
+            b.include(work.name("nowhere"));
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_bound_subscription_is_refused_in_process_as_on_the_sockets() {
+    let in_process = TestApp::start(two_on_one_bound_queue())
+        .await
+        .err()
+        .expect("started in process")
+        .to_string();
+    let live = two_on_one_bound_queue()
+        .start()
+        .await
+        .err()
+        .expect("started live")
+        .to_string();
+    for err in [&in_process, &live] {
+        assert!(
+            err.contains("`second`") && err.contains("`first` already holds it"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_registration_with_no_destination_is_refused_in_process_as_on_the_sockets() {
+    let in_process = TestApp::start(dialing_without_destination())
+        .await
+        .err()
+        .expect("started in process")
+        .to_string();
+    let live = dialing_without_destination()
+        .start()
+        .await
+        .err()
+        .expect("started live")
+        .to_string();
+    for err in [&in_process, &live] {
+        assert!(
+            err.contains("nowhere") && err.contains("NamedCopies"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_into_the_own_endpoint_is_refused_in_process_and_nothing_loops() {
+    let app = RustStream::new(AppInfo::new("jobs", "0.1.0")).with_broker(
+        ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:5600")),
+        |b| {
+            b.include(work.name("jobs"))
+                .max_attempts(nonzero!(2u32))
+                .dead_letter("jobs.dead");
+        },
+    );
+    let tb = TestApp::start(app).await.unwrap();
+    let jobs = tb.broker::<ZmqQueue>();
+    jobs.message(&Job { id: 1 })
+        .to("jobs")
+        .publish()
+        .await
+        .unwrap();
+    tb.settle().await.unwrap();
+    // Two attempts, then the dead letter, which the publisher refuses: it is not logged as
+    // published and reaches no one.
+    jobs.subscriber("jobs").assert_called(2);
+    jobs.published::<Job>("jobs.dead").assert_called(0);
+}
