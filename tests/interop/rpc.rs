@@ -1,7 +1,7 @@
 //! ROUTER/DEALER against libzmq: Python DEALER and REQ peers calling a bound responder, and a
 //! Python ROUTER answering this crate's requester.
 
-use std::{collections::BTreeMap, convert::Infallible, time::Duration};
+use std::{collections::BTreeMap, time::Duration};
 
 use ruststream::{
     Broker, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage, RequestReply,
@@ -35,17 +35,15 @@ async fn quote(ask: &Ask) -> Quote {
 pub async fn bound_responder() -> (ruststream::runtime::RunningApp, String) {
     let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = broker.monitor();
-    let app = RustStream::new(AppInfo::new("quotes", "0.1.0"))
-        .on_startup(async |()| Ok::<_, Infallible>(()))
-        .with_broker(broker, |b| {
-            b.include(
-                quote
-                    .name("quotes")
-                    .out_retry("quotes.retry@tcp://127.0.0.1:1"),
-            )
-            .out_reply(Publish)
-            .transform(ToRequester);
-        });
+    let app = RustStream::new(AppInfo::new("quotes", "0.1.0")).with_broker(broker, |b| {
+        b.include(
+            quote
+                .name("quotes")
+                .out_retry("quotes.retry@tcp://127.0.0.1:1"),
+        )
+        .out_reply(Publish)
+        .transform(ToRequester);
+    });
     let running = app.start().await.unwrap();
     (running, monitor.bound_address().unwrap())
 }
