@@ -76,9 +76,10 @@ pub use endpoint::{Bound, Dialing, Ready, Side, WantsRetryDestination, ZmqEndpoi
 pub use error::{SocketFault, ZmqError};
 pub use monitor::ZmqMonitor;
 pub use publish::{ZmqPublish, ZmqPublisher};
-pub use rpc::{Responder, ToRequester, ZmqRequest, ZmqRequester};
+pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};
 pub use subscription::{
-    FanoutSubscription, OneWay, OutRetry, QueueSubscription, Subscription, WantsDestination,
+    FanoutSubscription, OneWay, OutRetry, QueueSubscription, Responder, Subscription,
+    WantsDestination,
 };
 pub use wire::WireLimits;
 

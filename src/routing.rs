@@ -18,15 +18,16 @@ pub struct Destination<'a> {
 }
 
 impl<'a> Destination<'a> {
-    /// Splits `name@endpoint` at the first `@` that a `tcp://` or `ipc://` address follows (so an
-    /// ipc path may hold an `@`); a name with any other `@` stays whole.
+    /// Splits `name@endpoint` at the last `@` that a `tcp://` or `ipc://` address follows (so a
+    /// name may hold one); a name with any other `@` stays whole. An `ipc://` path holding
+    /// `@tcp://` or `@ipc://` cannot be named.
     ///
     /// # Errors
     ///
     /// [`ZmqError::InvalidDestination`] for an empty name, or an endpoint the sockets cannot use.
     pub fn parse(destination: &'a str) -> Result<Self, ZmqError> {
         let split = destination
-            .match_indices('@')
+            .rmatch_indices('@')
             .map(|(at, _)| at)
             .find(|&at| {
                 let rest = &destination[at + 1..];

@@ -3,9 +3,7 @@
 //! `correlation-id`).
 
 use std::{
-    borrow::Cow,
     collections::{HashMap, HashSet},
-    marker::PhantomData,
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering},
@@ -14,8 +12,7 @@ use std::{
 };
 
 use ruststream::{
-    Bytes, BytesMut, FromName, OutgoingMessage, PairError, PublishPolicy, Publisher, RequestReply,
-    RetryDeclaration, Str, SubscriptionSource, Take,
+    Bytes, BytesMut, OutgoingMessage, PairError, PublishPolicy, Publisher, RequestReply, Str, Take,
     runtime::{ForReply, Names, Outgoing, PublishContext, PublishTransform},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -23,12 +20,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::{
     ZmqMessage,
     broker::{ConnectedZmq, RpcKind},
-    connection::{Connection, Kind},
-    delivery::ZmqResponderSubscriber,
-    endpoint::{Ready, Side, WantsRetryDestination},
+    connection::Connection,
+    endpoint::Side,
     error::ZmqError,
     socket::{DuplexSender, Role},
-    subscription::{WantsDestination, check_dead_letter},
     wire::{self, CORRELATION_ID, Frames, REPLY_TO, Requester},
 };
 
@@ -68,115 +63,6 @@ impl ReplyBook {
             identity,
             delimited,
         }
-    }
-}
-
-/// A responder subscription: its name, and where its retry copies go.
-///
-/// A responder's name is not a destination (its socket answers only the identities requests
-/// carry), so on either side it starts [`WantsRetryDestination`] and is mounted only once
-/// `out_retry(destination)` has named a queue for its copies; `ui-tests/`
-/// `responder_mounted_without_out_retry.rs` shows the error otherwise.
-///
-/// ```
-/// use ruststream_zmq::{Bound, Responder};
-///
-/// let quotes = Responder::<Bound>::new("quotes").out_retry("quotes.retry@tcp://127.0.0.1:5560");
-/// # let _ = quotes;
-/// ```
-pub struct Responder<S: Side, State = WantsRetryDestination> {
-    name: Cow<'static, str>,
-    retry_to: Option<Cow<'static, str>>,
-    marker: PhantomData<fn() -> (S, State)>,
-}
-
-impl<S: Side, State> Clone for Responder<S, State> {
-    fn clone(&self) -> Self {
-        Self {
-            name: self.name.clone(),
-            retry_to: self.retry_to.clone(),
-            marker: PhantomData,
-        }
-    }
-}
-
-impl<S: Side, State> std::fmt::Debug for Responder<S, State> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Responder")
-            .field("name", &self.name)
-            .field("side", &S::NAME)
-            .field("retry_to", &self.retry_to)
-            .finish()
-    }
-}
-
-impl<S: Side> Responder<S> {
-    /// A responder named `name`; it still wants a destination for its copies.
-    #[must_use]
-    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            name: name.into(),
-            retry_to: None,
-            marker: PhantomData,
-        }
-    }
-
-    /// Names where this responder's retry copies (and dead letters) go: a queue on another
-    /// endpoint, such as `"quotes.retry@tcp://127.0.0.1:5560"`.
-    #[must_use]
-    pub fn out_retry(self, destination: impl Into<Cow<'static, str>>) -> Responder<S, Ready> {
-        Responder {
-            name: self.name,
-            retry_to: Some(destination.into()),
-            marker: PhantomData,
-        }
-    }
-}
-
-impl<S: Side> FromName for Responder<S> {
-    fn from_name(name: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(name)
-    }
-}
-
-impl<S: Side> WantsDestination for Responder<S, WantsRetryDestination> {
-    type Told = Responder<S, Ready>;
-    fn told(self, destination: Cow<'static, str>) -> Self::Told {
-        self.out_retry(destination)
-    }
-}
-
-impl<S: Side> SubscriptionSource<ConnectedZmq<RpcKind, S>> for Responder<S, Ready> {
-    type Subscriber = ZmqResponderSubscriber;
-    type Copies = ruststream::AddressedCopies;
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn subscribe(
-        self,
-        connected: &ConnectedZmq<RpcKind, S>,
-    ) -> Result<ZmqResponderSubscriber, ZmqError> {
-        ruststream::Subscribe::subscribe(connected, &self.name).await
-    }
-
-    fn declare_retry_on(
-        &self,
-        _connected: &ConnectedZmq<RpcKind, S>,
-        declaration: &RetryDeclaration,
-    ) -> Result<(), ruststream::DeclareRetryError> {
-        check_dead_letter(Kind::Rpc, S::BINDS, &self.name, declaration)
-    }
-}
-
-impl<S: Side> ruststream::RedeliveryAddressed<ConnectedZmq<RpcKind, S>> for Responder<S, Ready> {
-    async fn redelivery_address(
-        &self,
-        _connected: &ConnectedZmq<RpcKind, S>,
-    ) -> Result<ruststream::RedeliveryAddress, ZmqError> {
-        let destination = self.retry_to.clone().unwrap_or_else(|| self.name.clone());
-        Ok(ruststream::RedeliveryAddress::new(destination))
     }
 }
 

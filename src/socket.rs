@@ -107,29 +107,13 @@ impl ReadSocket {
         }
     }
 
-    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        each!(self, s => s.bind(address).await.map(|e| e.to_string()), Self::Pull, Self::Sub)
-    }
-
-    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        each!(self, s => s.connect(address).await, Self::Pull, Self::Sub)
-    }
-
-    fn monitor(&mut self) -> Receiver<SocketEvent> {
-        each!(self, s => s.monitor(), Self::Pull, Self::Sub)
-    }
-
     async fn recv(&mut self) -> Result<ClientMessage, ClientError> {
         each!(self, s => s.recv().await, Self::Pull, Self::Sub)
-    }
-
-    async fn close(self) {
-        each!(self, s => close_client(s).await, Self::Pull, Self::Sub)
     }
 }
 
 impl WriteSocket {
-    fn new(role: Role) -> Self {
+    async fn new(role: Role, _topics: &[String]) -> Self {
         match role {
             Role::Push => Self::Push(PushSocket::with_options(options())),
             Role::Pub => Self::Pub(PubSocket::with_options(options())),
@@ -137,46 +121,18 @@ impl WriteSocket {
         }
     }
 
-    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        each!(self, s => s.bind(address).await.map(|e| e.to_string()), Self::Push, Self::Pub)
-    }
-
-    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        each!(self, s => s.connect(address).await, Self::Push, Self::Pub)
-    }
-
-    fn monitor(&mut self) -> Receiver<SocketEvent> {
-        each!(self, s => s.monitor(), Self::Push, Self::Pub)
-    }
-
     async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
         each!(self, s => s.send(message).await, Self::Push, Self::Pub)
-    }
-
-    async fn close(self) {
-        each!(self, s => close_client(s).await, Self::Push, Self::Pub)
     }
 }
 
 impl DuplexSocket {
-    fn new(role: Role) -> Self {
+    async fn new(role: Role, _topics: &[String]) -> Self {
         match role {
             Role::Router => Self::Router(RouterSocket::with_options(options())),
             Role::Dealer => Self::Dealer(DealerSocket::with_options(options())),
             _ => unreachable!("{} is not a duplex socket", role.name()),
         }
-    }
-
-    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        each!(self, s => s.bind(address).await.map(|e| e.to_string()), Self::Router, Self::Dealer)
-    }
-
-    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        each!(self, s => s.connect(address).await, Self::Router, Self::Dealer)
-    }
-
-    fn monitor(&mut self) -> Receiver<SocketEvent> {
-        each!(self, s => s.monitor(), Self::Router, Self::Dealer)
     }
 
     async fn recv(&mut self) -> Result<ClientMessage, ClientError> {
@@ -185,10 +141,6 @@ impl DuplexSocket {
 
     async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
         each!(self, s => s.send(message).await, Self::Router, Self::Dealer)
-    }
-
-    async fn close(self) {
-        each!(self, s => close_client(s).await, Self::Router, Self::Dealer)
     }
 }
 
@@ -211,59 +163,36 @@ trait ClientSocket: Sized + Send {
     async fn close(self);
 }
 
-impl ClientSocket for ReadSocket {
-    async fn fresh(role: Role, topics: &[String]) -> Self {
-        Self::new(role, topics).await
-    }
-    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        Self::bind(self, address).await
-    }
-    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        Self::connect(self, address).await
-    }
-    fn monitor(&mut self) -> Receiver<SocketEvent> {
-        Self::monitor(self)
-    }
-    async fn close(self) {
-        Self::close(self).await;
-    }
+/// The supervisor's view of a socket kind, forwarded to whichever client socket it holds.
+macro_rules! client_socket {
+    ($kind:ident: $($variant:ident),+) => {
+        impl ClientSocket for $kind {
+            async fn fresh(role: Role, topics: &[String]) -> Self {
+                Self::new(role, topics).await
+            }
+
+            async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
+                each!(self, s => s.bind(address).await.map(|e| e.to_string()), $(Self::$variant),+)
+            }
+
+            async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
+                each!(self, s => s.connect(address).await, $(Self::$variant),+)
+            }
+
+            fn monitor(&mut self) -> Receiver<SocketEvent> {
+                each!(self, s => s.monitor(), $(Self::$variant),+)
+            }
+
+            async fn close(self) {
+                each!(self, s => close_client(s).await, $(Self::$variant),+)
+            }
+        }
+    };
 }
 
-impl ClientSocket for WriteSocket {
-    async fn fresh(role: Role, _topics: &[String]) -> Self {
-        Self::new(role)
-    }
-    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        Self::bind(self, address).await
-    }
-    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        Self::connect(self, address).await
-    }
-    fn monitor(&mut self) -> Receiver<SocketEvent> {
-        Self::monitor(self)
-    }
-    async fn close(self) {
-        Self::close(self).await;
-    }
-}
-
-impl ClientSocket for DuplexSocket {
-    async fn fresh(role: Role, _topics: &[String]) -> Self {
-        Self::new(role)
-    }
-    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
-        Self::bind(self, address).await
-    }
-    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
-        Self::connect(self, address).await
-    }
-    fn monitor(&mut self) -> Receiver<SocketEvent> {
-        Self::monitor(self)
-    }
-    async fn close(self) {
-        Self::close(self).await;
-    }
-}
+client_socket!(ReadSocket: Pull, Sub);
+client_socket!(WriteSocket: Push, Pub);
+client_socket!(DuplexSocket: Router, Dealer);
 
 /// A client socket and what keeps it usable: a bound one listens for good; a dialing one is
 /// re-created and reconnected whenever its peer goes away (the client reconnects only SUB, and

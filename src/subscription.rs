@@ -10,9 +10,9 @@ use ruststream::{
 };
 
 use crate::{
-    broker::{ConnectedZmq, FanoutKind, Pattern, QueueKind},
+    broker::{ConnectedZmq, FanoutKind, Pattern, QueueKind, RpcKind},
     connection::Kind,
-    endpoint::{Dialing, Ready, Side, WantsRetryDestination},
+    endpoint::{Ready, Side, WantsRetryDestination},
     error::ZmqError,
     routing::{Admission, DeadLetterFate, dead_letter_fate},
 };
@@ -61,6 +61,21 @@ pub type QueueSubscription<S, State = <S as Side>::Fresh> = Subscription<QueueKi
 /// ```
 pub type FanoutSubscription<S, State = <S as Side>::Fresh> = Subscription<FanoutKind, S, State>;
 
+/// A [`ZmqRpc`](crate::ZmqRpc) responder subscription.
+///
+/// A responder's name is not a destination (its socket answers only the identities requests
+/// carry), so on either side it starts [`WantsRetryDestination`] and is mounted only once
+/// `out_retry(destination)` has named a queue for its copies; `ui-tests/`
+/// `responder_mounted_without_out_retry.rs` shows the error otherwise.
+///
+/// ```
+/// use ruststream_zmq::{Bound, Responder};
+///
+/// let quotes = Responder::<Bound>::new("quotes").out_retry("quotes.retry@tcp://127.0.0.1:5560");
+/// # let _ = quotes;
+/// ```
+pub type Responder<S, State = WantsRetryDestination> = Subscription<RpcKind, S, State>;
+
 impl<P, S: Side, State> Clone for Subscription<P, S, State> {
     fn clone(&self) -> Self {
         Self {
@@ -81,46 +96,60 @@ impl<P, S: Side, State> std::fmt::Debug for Subscription<P, S, State> {
     }
 }
 
-impl<P, S: Side> Subscription<P, S> {
+/// The one-way patterns, whose subscriptions start in the state their side gives them.
+pub trait OneWay: Pattern {}
+impl OneWay for QueueKind {}
+impl OneWay for FanoutKind {}
+
+fn named<P, S: Side, State>(
+    name: Cow<'static, str>,
+    retry_to: Option<Cow<'static, str>>,
+) -> Subscription<P, S, State> {
+    Subscription {
+        name,
+        retry_to,
+        marker: PhantomData,
+    }
+}
+
+impl<P: OneWay, S: Side> Subscription<P, S> {
     /// A subscription named `name`, in the state its side starts in.
     #[must_use]
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            name: name.into(),
-            retry_to: None,
-            marker: PhantomData,
-        }
+        named(name.into(), None)
     }
 }
 
-impl<P> Subscription<P, Dialing, WantsRetryDestination> {
+impl<S: Side> Subscription<RpcKind, S, WantsRetryDestination> {
+    /// A responder named `name`; on either side it still wants a destination for its copies.
+    #[must_use]
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        named(name.into(), None)
+    }
+}
+
+impl<P, S: Side> Subscription<P, S, WantsRetryDestination> {
     /// Names where this subscription's retry copies (and dead letters) go: a destination such as
     /// `"payments.retry@tcp://127.0.0.1:5556"`, usually a queue the service binds for itself.
     #[must_use]
-    pub fn out_retry(
-        self,
-        destination: impl Into<Cow<'static, str>>,
-    ) -> Subscription<P, Dialing, Ready> {
-        Subscription {
-            name: self.name,
-            retry_to: Some(destination.into()),
-            marker: PhantomData,
-        }
+    pub fn out_retry(self, destination: impl Into<Cow<'static, str>>) -> Subscription<P, S, Ready> {
+        named(self.name, Some(destination.into()))
     }
 }
 
-impl<P, S: Side> FromName for Subscription<P, S> {
+impl<P: OneWay, S: Side> FromName for Subscription<P, S> {
     fn from_name(name: impl Into<Cow<'static, str>>) -> Self {
         Self::new(name)
     }
 }
 
-/// The one-way patterns, whose subscriptions this builder opens.
-pub trait OneWay: Pattern {}
-impl OneWay for QueueKind {}
-impl OneWay for FanoutKind {}
+impl<S: Side> FromName for Subscription<RpcKind, S, WantsRetryDestination> {
+    fn from_name(name: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(name)
+    }
+}
 
-impl<P: OneWay, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
+impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
     type Subscriber = P::Subscriber;
     type Copies = AddressedCopies;
 
@@ -141,8 +170,8 @@ impl<P: OneWay, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscription
     }
 }
 
-impl<P: OneWay, S: Side> RedeliveryAddressed<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
-    /// A bound subscription's own name (its listener); a dialing one's named destination.
+impl<P: Pattern, S: Side> RedeliveryAddressed<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
+    /// A bound queue's or fan-out's own name (its listener); otherwise the named destination.
     async fn redelivery_address(
         &self,
         _connected: &ConnectedZmq<P, S>,
@@ -161,8 +190,8 @@ pub trait WantsDestination {
     fn told(self, destination: Cow<'static, str>) -> Self::Told;
 }
 
-impl<P> WantsDestination for Subscription<P, Dialing, WantsRetryDestination> {
-    type Told = Subscription<P, Dialing, Ready>;
+impl<P, S: Side> WantsDestination for Subscription<P, S, WantsRetryDestination> {
+    type Told = Subscription<P, S, Ready>;
     fn told(self, destination: Cow<'static, str>) -> Self::Told {
         self.out_retry(destination)
     }
