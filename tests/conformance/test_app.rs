@@ -39,14 +39,12 @@ fn dialing_without_destination() -> impl App {
 async fn a_second_bound_subscription_is_refused_in_process_as_on_the_sockets() {
     let in_process = TestApp::start(two_on_one_bound_queue())
         .await
-        .err()
-        .expect("started in process")
+        .expect_err("started in process")
         .to_string();
     let live = two_on_one_bound_queue()
         .start()
         .await
-        .err()
-        .expect("started live")
+        .expect_err("started live")
         .to_string();
     for err in [&in_process, &live] {
         assert!(
@@ -60,14 +58,12 @@ async fn a_second_bound_subscription_is_refused_in_process_as_on_the_sockets() {
 async fn a_dialing_registration_with_no_destination_is_refused_in_process_as_on_the_sockets() {
     let in_process = TestApp::start(dialing_without_destination())
         .await
-        .err()
-        .expect("started in process")
+        .expect_err("started in process")
         .to_string();
     let live = dialing_without_destination()
         .start()
         .await
-        .err()
-        .expect("started live")
+        .expect_err("started live")
         .to_string();
     for err in [&in_process, &live] {
         assert!(
