@@ -16,8 +16,8 @@
 //! - `retry_after(d)` is always a copy after `d`, under the same cap rules; `drop()` is never
 //!   dead-lettered.
 //!
-//! Fan-out and responder rows are written down too, so the tests of those patterns can reuse the
-//! model when they arrive; the live test drives the queue only.
+//! Fan-out and responder rows are written down too: the live tests drive all three patterns, on
+//! both sides, against the same function.
 
 use std::time::Duration;
 
