@@ -142,6 +142,8 @@ pub enum Refusal {
     HeadersNotUtf8 { bytes: usize },
     /// A header line with no `:` between name and value.
     HeaderLineWithoutColon { line: usize },
+    /// A header line the publisher could not send again (an empty name, a CR inside).
+    InvalidHeader { line: usize, why: &'static str },
     /// A request with no identity frame in front (the ROUTER always adds one).
     NoIdentity,
 }
@@ -161,6 +163,7 @@ impl Refusal {
             Self::NameNotUtf8 { .. } => "name-utf8",
             Self::HeadersNotUtf8 { .. } => "headers-utf8",
             Self::HeaderLineWithoutColon { .. } => "header-colon",
+            Self::InvalidHeader { .. } => "header-invalid",
             Self::NoIdentity => "identity",
         }
     }
@@ -203,6 +206,9 @@ impl fmt::Display for Refusal {
             }
             Self::HeaderLineWithoutColon { line } => {
                 write!(f, "header line {line} has no `:` between name and value")
+            }
+            Self::InvalidHeader { line, why } => {
+                write!(f, "header line {line} is not valid: {why}")
             }
             Self::NoIdentity => f.write_str("a request without the identity frame a ROUTER adds"),
         }
@@ -397,7 +403,9 @@ pub(crate) fn decode_headers(frame: &Bytes, limits: &WireLimits) -> Result<Heade
     if frame.is_empty() {
         return Ok(HeaderMap::new());
     }
-    let lines = frame.iter().filter(|&&b| b == b'\n').count() + 1;
+    // A last line needs no terminator, and a terminated last line opens no new one.
+    let newlines = frame.iter().filter(|&&b| b == b'\n').count();
+    let lines = newlines + usize::from(!frame.ends_with(b"\n"));
     if lines > limits.header_lines {
         return Err(Refusal::TooManyHeaderLines {
             lines,
@@ -424,6 +432,15 @@ pub(crate) fn decode_headers(frame: &Bytes, limits: &WireLimits) -> Result<Heade
         let name = text.slice(name_at..name_at + name.trim().len());
         let value_at = line_start + colon + 1 + (value.len() - value.trim_start().len());
         let value = frame.slice(value_at..value_at + value.trim().len());
+        // What the publisher could not send back is refused here, so a retry copy of any
+        // delivery that got in can leave again.
+        check_header(&name, &value).map_err(|err| Refusal::InvalidHeader {
+            line: index + 1,
+            why: match err {
+                ZmqError::InvalidHeader { why, .. } => why,
+                _ => "it cannot be sent again",
+            },
+        })?;
         headers.insert(name, value);
     }
     Ok(headers)
@@ -565,7 +582,7 @@ mod tests {
         let many = "a: 1\n".repeat(5);
         assert!(matches!(
             decode(&frames(&[b"n", many.as_bytes(), b"p"]), &limits, None),
-            Err(Refusal::TooManyHeaderLines { lines: 6, limit: 4 })
+            Err(Refusal::TooManyHeaderLines { lines: 5, limit: 4 })
         ));
         let long = format!("a: {}", "x".repeat(70));
         assert!(matches!(
@@ -625,6 +642,40 @@ mod tests {
             let err = parse_reply_address(bad).unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn a_header_the_publisher_could_not_send_again_is_refused() {
+        let limits = WireLimits::default();
+        for bad in [&b": v"[..], b"x: a\rb", b"a\rb: v"] {
+            let refused = decode(&frames(&[b"n", bad, b"p"]), &limits, None);
+            assert!(
+                matches!(refused, Err(Refusal::InvalidHeader { line: 1, .. })),
+                "{bad:?}: {refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_frame_of_exactly_the_line_limit_is_accepted_however_its_lines_end() {
+        let limits = WireLimits::default().max_header_lines(3);
+        for ok in [
+            "a: 1\nb: 2\nc: 3",
+            "a: 1\nb: 2\nc: 3\n",
+            "a: 1\r\nb: 2\r\nc: 3\r\n",
+        ] {
+            let decoded = decode(&frames(&[b"n", ok.as_bytes(), b"p"]), &limits, None).unwrap();
+            assert_eq!(decoded.headers.len(), 3, "{ok:?}");
+        }
+        let over = decode(
+            &frames(&[b"n", b"a: 1\nb: 2\nc: 3\nd: 4", b"p"]),
+            &limits,
+            None,
+        );
+        assert!(matches!(
+            over,
+            Err(Refusal::TooManyHeaderLines { lines: 4, limit: 3 })
+        ));
     }
 
     #[test]

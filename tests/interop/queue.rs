@@ -136,9 +136,6 @@ async fn a_python_pull_reads_name_headers_payload_from_a_dialing_queue_publisher
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: the header-line limit counts the line break ending the last line as one more \
-            line (`\\n` count + 1), so a frame of exactly `max_header_lines` CRLF-terminated \
-            lines is refused as `max-header-lines` with a line count one too high"]
 async fn a_headers_frame_of_exactly_the_line_limit_is_accepted_however_its_lines_end() {
     logs();
     let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
