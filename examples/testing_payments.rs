@@ -65,7 +65,6 @@ mod tests {
     use std::time::Duration;
 
     use ruststream::testing::TestApp;
-    use ruststream_zmq::prelude::*;
 
     use super::{Payment, app};
 

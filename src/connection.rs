@@ -116,6 +116,8 @@ type SharedWriter = Arc<tokio::sync::Mutex<Writer>>;
 #[derive(Default)]
 struct Held {
     subscription: Option<String>,
+    /// The first subscription that dials the endpoint: its peer only sends.
+    dialing: Option<String>,
     address: Option<String>,
     responder: Option<DuplexSender>,
 }
@@ -277,7 +279,12 @@ impl Connection {
                 self.monitor.set_bound_address(Some(address.clone()));
                 self.held().address = Some(address.clone());
             }
-            None => tracing::info!(subscription, endpoint = %self.endpoint, "dialing"),
+            None => {
+                tracing::info!(subscription, endpoint = %self.endpoint, "dialing");
+                self.held()
+                    .dialing
+                    .get_or_insert_with(|| subscription.to_owned());
+            }
         }
         let probe = bound_fanout.then(|| Arc::new(Notify::new()));
         let reading = match self.kind {
@@ -475,6 +482,7 @@ impl Connection {
             binds: self.binds,
             listener,
             admission: self.kind.admission(),
+            reader: held.dialing.as_deref(),
         };
         route(&own, destination)
     }

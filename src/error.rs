@@ -85,6 +85,22 @@ pub enum ZmqError {
         subscription: String,
     },
 
+    /// A bare-name publish from a dialing broker whose subscription reads from the peer there:
+    /// that peer only sends, so nothing there could take it.
+    #[error(
+        "publish to `{destination}` refused: `{endpoint}` is the peer subscription \
+         `{subscription}` reads from, and it only sends; name a destination on another endpoint \
+         (`{destination}@tcp://host:port`)"
+    )]
+    PeerOnlySends {
+        /// The destination the publish named.
+        destination: String,
+        /// The subscription that reads from the peer.
+        subscription: String,
+        /// The dialing endpoint.
+        endpoint: String,
+    },
+
     /// A destination string that does not parse.
     #[error("destination `{destination}` is not valid: {why}")]
     InvalidDestination {

@@ -93,6 +93,9 @@ pub struct OwnEndpoint<'a> {
     pub listener: Option<Listener<'a>>,
     /// How that listener picks its messages.
     pub admission: Admission,
+    /// On a dialing endpoint: a subscription of this process that reads from the peer there,
+    /// which then only sends.
+    pub reader: Option<&'a str>,
 }
 
 /// The socket a publish leaves through.
@@ -132,6 +135,13 @@ pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Tar
             });
         }
         return Ok(Target::Dial(listener.address.to_owned()));
+    }
+    if let (None, false, Some(subscription)) = (destination.endpoint, own.binds, own.reader) {
+        return Err(ZmqError::PeerOnlySends {
+            destination: destination.name.to_owned(),
+            subscription: subscription.to_owned(),
+            endpoint: own.address.to_owned(),
+        });
     }
     Ok(match destination.endpoint {
         Some(endpoint) => Target::Queue(endpoint.to_owned()),
@@ -232,6 +242,7 @@ mod tests {
             binds: true,
             listener,
             admission: Admission::Exact,
+            reader: None,
         }
     }
 
@@ -293,6 +304,7 @@ mod tests {
             binds: false,
             listener: None,
             admission: Admission::Exact,
+            reader: None,
         };
         assert_eq!(
             route(&dialing, &Destination::parse("jobs").unwrap()).unwrap(),
@@ -321,6 +333,27 @@ mod tests {
             route_responder("zmq-reply:xyz"),
             Err(ZmqError::ReplyAddress { .. })
         ));
+    }
+
+    #[test]
+    fn a_bare_name_is_refused_at_once_toward_a_peer_that_only_sends() {
+        let own = OwnEndpoint {
+            address: "tcp://127.0.0.1:1",
+            binds: false,
+            listener: None,
+            admission: Admission::Exact,
+            reader: Some("payments"),
+        };
+        let err = route(&own, &Destination::parse("payments.dead").unwrap()).unwrap_err();
+        assert!(matches!(err, ZmqError::PeerOnlySends { .. }), "{err}");
+        let elsewhere = route(
+            &own,
+            &Destination::parse("payments.dead@tcp://127.0.0.1:2").unwrap(),
+        );
+        assert_eq!(
+            elsewhere.unwrap(),
+            Target::Queue("tcp://127.0.0.1:2".into())
+        );
     }
 
     #[test]

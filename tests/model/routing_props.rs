@@ -94,6 +94,7 @@ impl Case {
                     address,
                 }),
             admission: self.admission,
+            reader: None,
         }
     }
 
