@@ -428,6 +428,10 @@ impl Connection {
         &self,
         work: impl Future<Output = Result<T, ZmqError>> + Send + 'static,
     ) -> Result<T, ZmqError> {
+        // Already on it (a handler of the service, the usual case): no task to spawn.
+        if Handle::try_current().is_ok_and(|current| current.id() == self.runtime.id()) {
+            return work.await;
+        }
         self.runtime
             .spawn(work)
             .await

@@ -194,6 +194,23 @@ client_socket!(ReadSocket: Pull, Sub);
 client_socket!(WriteSocket: Push, Pub);
 client_socket!(DuplexSocket: Router, Dealer);
 
+/// A socket kind that sends.
+trait SendingSocket: ClientSocket {
+    async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError>;
+}
+
+impl SendingSocket for WriteSocket {
+    async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
+        Self::send(self, message).await
+    }
+}
+
+impl SendingSocket for DuplexSocket {
+    async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
+        Self::send(self, message).await
+    }
+}
+
 /// A client socket and what keeps it usable: a bound one listens for good; a dialing one is
 /// re-created and reconnected whenever its peer goes away (the client reconnects only SUB, and
 /// only with a backoff of up to 30 s).
@@ -337,6 +354,41 @@ impl<S: ClientSocket> Supervised<S> {
     }
 }
 
+impl<S: SendingSocket> Supervised<S> {
+    /// Sends one message. A dialing socket reconnects first when its peer went away; a socket
+    /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
+    async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+        let Ok(mut message) = ClientMessage::try_from(frames) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + patience;
+        loop {
+            self.ensure_connected(Some(deadline)).await?;
+            match self.socket.send(message).await {
+                Ok(()) => return Ok(()),
+                Err(ClientError::ReturnToSender { message: back, .. })
+                    if Instant::now() < deadline =>
+                {
+                    message = back;
+                    self.no_peer(deadline).await;
+                }
+                // A ROUTER asked to answer an identity that is gone.
+                Err(ClientError::Other(reason)) if reason.contains("not found") => {
+                    return Err(ZmqError::UnknownPeer {
+                        endpoint: self.address.clone(),
+                    });
+                }
+                Err(err) => {
+                    if !self.binds {
+                        self.renew().await;
+                    }
+                    return Err(self.send_failed(err));
+                }
+            }
+        }
+    }
+}
+
 /// A socket that receives: bound once, or dialing and re-created whenever its peer goes away.
 pub(crate) struct Reader(Supervised<ReadSocket>);
 
@@ -412,29 +464,7 @@ impl Writer {
         frames: Frames,
         patience: Duration,
     ) -> Result<(), ZmqError> {
-        let Ok(mut message) = ClientMessage::try_from(frames) else {
-            return Ok(());
-        };
-        let this = &mut self.0;
-        let deadline = Instant::now() + patience;
-        loop {
-            this.ensure_connected(Some(deadline)).await?;
-            match this.socket.send(message).await {
-                Ok(()) => return Ok(()),
-                Err(ClientError::ReturnToSender { message: back, .. })
-                    if Instant::now() < deadline =>
-                {
-                    message = back;
-                    this.no_peer(deadline).await;
-                }
-                Err(err) => {
-                    if !this.binds {
-                        this.renew().await;
-                    }
-                    return Err(this.send_failed(err));
-                }
-            }
-        }
+        self.0.send(frames, patience).await
     }
 
     /// Closes the socket and all its connections.
@@ -545,27 +575,6 @@ impl Duplex {
         frames: Frames,
         patience: Duration,
     ) -> Result<(), ZmqError> {
-        let Ok(mut message) = ClientMessage::try_from(frames) else {
-            return Ok(());
-        };
-        let deadline = Instant::now() + patience;
-        loop {
-            this.ensure_connected(Some(deadline)).await?;
-            match this.socket.send(message).await {
-                Ok(()) => return Ok(()),
-                Err(ClientError::ReturnToSender { message: back, .. })
-                    if Instant::now() < deadline =>
-                {
-                    message = back;
-                    this.no_peer(deadline).await;
-                }
-                Err(ClientError::Other(reason)) if reason.contains("not found") => {
-                    return Err(ZmqError::UnknownPeer {
-                        endpoint: this.address.clone(),
-                    });
-                }
-                Err(err) => return Err(this.send_failed(err)),
-            }
-        }
+        this.send(frames, patience).await
     }
 }
