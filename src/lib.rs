@@ -27,7 +27,11 @@
 //! `lifecycle::shared_handle_closes`, `retry::redelivery_address` (descriptors and the bare
 //! name), `settlement::suite`, `settlement::matches_in_process`,
 //! `in_process::backlog_matches_server`, `in_process::refuses_like_the_server`,
-//! `capabilities::batches` and `capabilities::request_reply`.
+//! `capabilities::batches` and `capabilities::request_reply`; and, under the `asyncapi`
+//! feature, `harness::describes_without_credentials`,
+//! `message_shape::publishes_without_credentials` and
+//! `message_shape::describes_addresses_without_credentials` (an address typed with user
+//! information is described by its host and port alone).
 //!
 //! The ones that do not apply, and why:
 //!
@@ -36,11 +40,6 @@
 //!   had read and not handled is lost when it closes, which is the seeds' at-most-once rule.
 //! - `message_shape::publish_options`: the publishers have no per-message options
 //!   (`Options = ()`), so there is no override to check.
-//! - `harness::describes_without_credentials`, `message_shape::publishes_without_credentials`,
-//!   `message_shape::describes_addresses_without_credentials`: ZeroMQ's NULL mechanism has no
-//!   credentials, an endpoint with user information is refused at startup, and the described
-//!   server is the endpoint's host and port (`DescribeServer` takes it through
-//!   `ServerSpec::from_url`, which drops user information).
 //! - `retry::broker_moves`, `capabilities::transactions`, `owned_transactions`, `seeking`,
 //!   `batch_seeking`, `carries`, `carries_batch`, `message_shape::keyed_order`: the transport
 //!   has none of these capabilities, and the crate emulates none.
