@@ -230,7 +230,8 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     type Connected = ConnectedZmq<P, S>;
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        self.connect_on(Transport::Sockets)
+        let sockets = Transport::Sockets(self.monitor.clone());
+        self.connect_on(sockets)
     }
 }
 

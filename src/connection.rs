@@ -530,7 +530,7 @@ impl Connection {
     pub(crate) fn in_process(&self) -> Option<&crate::testing::Peer> {
         match &self.transport {
             Transport::InProcess(peer) => Some(peer),
-            Transport::Sockets => None,
+            Transport::Sockets(_) => None,
         }
     }
 

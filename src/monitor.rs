@@ -32,6 +32,7 @@ struct Figures {
     bound_address: Mutex<Option<String>>,
     refused: AtomicU64,
     sent: AtomicU64,
+    peers_lost: AtomicU64,
     by_rule: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -68,6 +69,18 @@ impl ZmqMonitor {
     #[must_use]
     pub fn sent(&self) -> u64 {
         self.inner.sent.load(Ordering::Relaxed)
+    }
+
+    /// How many times a peer's connection was lost: the peer went away, or its connection
+    /// failed (a broken frame, a libzmq heartbeat). Messages in flight on it may be lost with it;
+    /// a dialing socket reconnects.
+    #[must_use]
+    pub fn peers_lost(&self) -> u64 {
+        self.inner.peers_lost.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_peer_lost(&self) {
+        self.inner.peers_lost.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn count_sent(&self) {

@@ -18,7 +18,7 @@ use zeromq::{
     ZmqMessage as ClientMessage,
 };
 
-use crate::{error::ZmqError, wire::Frames};
+use crate::{error::ZmqError, monitor::ZmqMonitor, wire::Frames};
 
 /// How long one attempt to reach a peer may take before the supervisor tries again.
 const CONNECT_ATTEMPT: Duration = Duration::from_millis(500);
@@ -216,6 +216,8 @@ impl SendingSocket for DuplexSocket {
 /// only with a backoff of up to 30 s).
 struct Supervised<S: ClientSocket> {
     socket: S,
+    /// Where lost peer connections are counted.
+    monitor: ZmqMonitor,
     events: Receiver<SocketEvent>,
     role: Role,
     topics: Vec<String>,
@@ -229,6 +231,7 @@ impl<S: ClientSocket> Supervised<S> {
         role: Role,
         address: &str,
         topics: Vec<String>,
+        monitor: ZmqMonitor,
     ) -> Result<(Self, String), ZmqError> {
         let mut socket = S::fresh(role, &topics).await;
         let events = socket.monitor();
@@ -238,6 +241,7 @@ impl<S: ClientSocket> Supervised<S> {
         })?;
         let supervised = Self {
             socket,
+            monitor,
             events,
             role,
             topics,
@@ -248,11 +252,12 @@ impl<S: ClientSocket> Supervised<S> {
         Ok((supervised, resolved))
     }
 
-    async fn dial(role: Role, address: &str, topics: Vec<String>) -> Self {
+    async fn dial(role: Role, address: &str, topics: Vec<String>, monitor: ZmqMonitor) -> Self {
         let mut socket = S::fresh(role, &topics).await;
         let events = socket.monitor();
         Self {
             socket,
+            monitor,
             events,
             role,
             topics,
@@ -286,6 +291,7 @@ impl<S: ClientSocket> Supervised<S> {
     }
 
     async fn peer_went_away(&mut self) {
+        self.monitor.count_peer_lost();
         tracing::info!(endpoint = %self.address, socket = self.role.name(), "the peer went away; reconnecting");
         self.renew().await;
     }
@@ -399,15 +405,21 @@ impl Reader {
         role: Role,
         address: &str,
         topics: Vec<String>,
+        monitor: ZmqMonitor,
     ) -> Result<(Self, String), ZmqError> {
-        let (supervised, resolved) = Supervised::bind(role, address, topics).await?;
+        let (supervised, resolved) = Supervised::bind(role, address, topics, monitor).await?;
         Ok((Self(supervised), resolved))
     }
 
     /// A reader that dials `address`. It connects on the first [`recv`](Self::recv), and again
     /// whenever the peer goes away, so a peer that is not up yet does not hold up startup.
-    pub(crate) async fn dial(role: Role, address: &str, topics: Vec<String>) -> Self {
-        Self(Supervised::dial(role, address, topics).await)
+    pub(crate) async fn dial(
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+        monitor: ZmqMonitor,
+    ) -> Self {
+        Self(Supervised::dial(role, address, topics, monitor).await)
     }
 
     /// The next message; on a dialing reader this also keeps the connection.
@@ -421,6 +433,7 @@ impl Reader {
                     Ok(message) => return message.into_vec(),
                     // A broken frame or a reset connection: the client drops that peer.
                     Err(err) => {
+                        this.monitor.count_peer_lost();
                         tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
                         if !this.binds {
                             this.renew().await;
@@ -447,14 +460,18 @@ pub(crate) struct Writer(Supervised<WriteSocket>);
 
 impl Writer {
     /// Binds `address`; answers the writer and the address it really listens on.
-    pub(crate) async fn bind(role: Role, address: &str) -> Result<(Self, String), ZmqError> {
-        let (supervised, resolved) = Supervised::bind(role, address, Vec::new()).await?;
+    pub(crate) async fn bind(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+    ) -> Result<(Self, String), ZmqError> {
+        let (supervised, resolved) = Supervised::bind(role, address, Vec::new(), monitor).await?;
         Ok((Self(supervised), resolved))
     }
 
     /// A writer that dials `address`; it connects on the first send.
-    pub(crate) async fn dial(role: Role, address: &str) -> Self {
-        Self(Supervised::dial(role, address, Vec::new()).await)
+    pub(crate) async fn dial(role: Role, address: &str, monitor: ZmqMonitor) -> Self {
+        Self(Supervised::dial(role, address, Vec::new(), monitor).await)
     }
 
     /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
@@ -507,14 +524,18 @@ pub(crate) struct Duplex(Supervised<DuplexSocket>);
 
 impl Duplex {
     /// Binds `address`; answers the socket and the address it really listens on.
-    pub(crate) async fn bind(role: Role, address: &str) -> Result<(Self, String), ZmqError> {
-        let (supervised, resolved) = Supervised::bind(role, address, Vec::new()).await?;
+    pub(crate) async fn bind(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+    ) -> Result<(Self, String), ZmqError> {
+        let (supervised, resolved) = Supervised::bind(role, address, Vec::new(), monitor).await?;
         Ok((Self(supervised), resolved))
     }
 
     /// A socket that dials `address`, connecting in its task.
-    pub(crate) async fn dial(role: Role, address: &str) -> Self {
-        Self(Supervised::dial(role, address, Vec::new()).await)
+    pub(crate) async fn dial(role: Role, address: &str, monitor: ZmqMonitor) -> Self {
+        Self(Supervised::dial(role, address, Vec::new(), monitor).await)
     }
 
     /// Starts the socket: answers the handle that sends through it, and the task to spawn,
@@ -552,7 +573,8 @@ impl Duplex {
                     received = this.socket.recv(), if pending.is_none() => match received {
                         Ok(message) => pending = Some(message.into_vec()),
                         Err(err) => {
-                            tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
+                            this.monitor.count_peer_lost();
+                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
                             if !this.binds {
                                 this.renew().await;
                             }

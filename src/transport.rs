@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::{
     error::ZmqError,
+    monitor::ZmqMonitor,
     socket::{self, DuplexSender, Role},
     wire::Frames,
 };
@@ -15,8 +16,9 @@ use crate::{
 /// Which transport a connection opens its sockets on.
 #[derive(Clone)]
 pub(crate) enum Transport {
-    /// ZeroMQ sockets, through the `zeromq` client.
-    Sockets,
+    /// ZeroMQ sockets, through the `zeromq` client; lost peer connections are counted on the
+    /// monitor.
+    Sockets(ZmqMonitor),
     /// The in-process bus of the `testing` feature.
     #[cfg(feature = "testing")]
     InProcess(crate::testing::Peer),
@@ -44,7 +46,7 @@ impl Transport {
         topics: Vec<String>,
     ) -> Result<(Reader, String), ZmqError> {
         match self {
-            Self::Sockets => socket::Reader::bind(role, address, topics)
+            Self::Sockets(monitor) => socket::Reader::bind(role, address, topics, monitor.clone())
                 .await
                 .map(|(reader, at)| (Reader::Sockets(reader), at)),
             #[cfg(feature = "testing")]
@@ -61,7 +63,9 @@ impl Transport {
         topics: Vec<String>,
     ) -> Reader {
         match self {
-            Self::Sockets => Reader::Sockets(socket::Reader::dial(role, address, topics).await),
+            Self::Sockets(monitor) => {
+                Reader::Sockets(socket::Reader::dial(role, address, topics, monitor.clone()).await)
+            }
             #[cfg(feature = "testing")]
             Self::InProcess(peer) => Reader::InProcess(peer.dial_reader(role, address, topics)),
         }
@@ -73,7 +77,7 @@ impl Transport {
         address: &str,
     ) -> Result<(Writer, String), ZmqError> {
         match self {
-            Self::Sockets => socket::Writer::bind(role, address)
+            Self::Sockets(monitor) => socket::Writer::bind(role, address, monitor.clone())
                 .await
                 .map(|(writer, at)| (Writer::Sockets(writer), at)),
             #[cfg(feature = "testing")]
@@ -85,7 +89,9 @@ impl Transport {
 
     pub(crate) async fn dial_writer(&self, role: Role, address: &str) -> Writer {
         match self {
-            Self::Sockets => Writer::Sockets(socket::Writer::dial(role, address).await),
+            Self::Sockets(monitor) => {
+                Writer::Sockets(socket::Writer::dial(role, address, monitor.clone()).await)
+            }
             #[cfg(feature = "testing")]
             Self::InProcess(peer) => Writer::InProcess(peer.dial_writer(role, address)),
         }
@@ -103,12 +109,15 @@ impl Transport {
         patience: Duration,
     ) -> Result<(DuplexSender, crate::BoxTask, Option<String>), ZmqError> {
         match self {
-            Self::Sockets => {
+            Self::Sockets(monitor) => {
                 let (duplex, bound) = if binds {
-                    let (duplex, at) = socket::Duplex::bind(role, address).await?;
+                    let (duplex, at) = socket::Duplex::bind(role, address, monitor.clone()).await?;
                     (duplex, Some(at))
                 } else {
-                    (socket::Duplex::dial(role, address).await, None)
+                    (
+                        socket::Duplex::dial(role, address, monitor.clone()).await,
+                        None,
+                    )
                 };
                 let (sender, task) = duplex.run(inbound, shutdown, patience);
                 Ok((sender, Box::pin(task), bound))

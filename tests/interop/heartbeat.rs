@@ -13,8 +13,8 @@
 //!   per `ZMQ_HEARTBEAT_TIMEOUT` (the interval by default) nothing happens. Idle for longer,
 //!   libzmq times the connection out and closes it, and the PUSH only notices when a write
 //!   fails: the first publishes after the idle gap are reported sent and are lost.
-//! - Neither is a refusal: `ZmqMonitor::refused()` does not count the drops, and the transport
-//!   logs each only at debug level ("a peer's connection failed").
+//! - Neither is a refusal: `ZmqMonitor::refused()` does not count the drops; `peers_lost()`
+//!   does, and the transport logs each at debug level ("a peer's connection failed").
 //! - Other peers on the same socket are not affected.
 
 use std::time::Duration;
@@ -128,6 +128,10 @@ async fn a_heartbeating_libzmq_push_is_dropped_at_every_ping_and_dials_again_whi
         monitor.refused(),
         0,
         "a dropped connection is not a refused message"
+    );
+    assert!(
+        monitor.peers_lost() >= 1,
+        "every connection dropped at a PING is counted as a lost peer"
     );
     connected.shutdown().await.unwrap();
 }

@@ -183,16 +183,15 @@ async fn a_bound_port_is_free_again_right_after_shutdown() {
 async fn a_dialing_pull_subscription_comes_back_after_its_peer_restarts() {
     let upstream_address = format!("tcp://127.0.0.1:{}", free_port());
     let (calls, mut journal) = journal();
+    let broker = ZmqQueue::new(ZmqEndpoint::dial(upstream_address.clone()));
+    let monitor = broker.monitor();
     let app = RustStream::new(AppInfo::new("lifecycle", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(AppState { calls }))
-        .with_broker(
-            ZmqQueue::new(ZmqEndpoint::dial(upstream_address.clone())),
-            |b| {
-                b.include(work.name("restarts"))
-                    .out_retry(Publish)
-                    .to("restarts.retry@tcp://127.0.0.1:1");
-            },
-        );
+        .with_broker(broker, |b| {
+            b.include(work.name("restarts"))
+                .out_retry(Publish)
+                .to("restarts.retry@tcp://127.0.0.1:1");
+        });
     let running = app.start().await.unwrap();
     for id in [1, 2] {
         // A fresh peer each round: the first one goes away and a new one binds the same port.
@@ -213,6 +212,8 @@ async fn a_dialing_pull_subscription_comes_back_after_its_peer_restarts() {
             .await;
         upstream.close().await;
     }
+    // The first peer's going away was noticed, counted, and the subscription reconnected.
+    assert!(monitor.peers_lost() >= 1, "no lost peer was counted");
     running.shutdown().await.unwrap();
 }
 
