@@ -6,22 +6,7 @@ use std::convert::Infallible;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use ruststream_zmq::prelude::*;
 
-use crate::support::{Attempt, Calls, Feeder, Payment, Plan, free_port, journal};
-
-#[derive(FromRef)]
-struct AppState {
-    calls: Calls,
-}
-
-#[subscriber]
-async fn work(
-    payment: &Payment,
-    Headers(attempt): Headers<Attempt>,
-    State(calls): State<Calls>,
-) -> HandlerOutcome {
-    calls.record("work", payment.id, attempt.retry_count);
-    HandlerOutcome::ack()
-}
+use crate::support::{AppState, Calls, Feeder, Payment, Plan, free_port, journal, work};
 
 fn service<S: Side>(calls: Calls, broker: ZmqQueue<S>, names: &'static [&'static str]) -> impl App
 where

@@ -5,23 +5,8 @@ use std::{convert::Infallible, time::Duration};
 use ruststream_zmq::prelude::*;
 
 use crate::support::{
-    Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, logged,
+    AppState, Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, logged, work,
 };
-
-#[derive(FromRef)]
-struct AppState {
-    calls: Calls,
-}
-
-#[subscriber]
-async fn work(
-    payment: &Payment,
-    Headers(attempt): Headers<Attempt>,
-    State(calls): State<Calls>,
-) -> HandlerOutcome {
-    calls.record("work", payment.id, attempt.retry_count);
-    payment.plan.outcome(attempt.retry_count)
-}
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
 #[subscriber(QueueSubscription::<Dialing>)]
@@ -30,8 +15,7 @@ async fn dialing_work(
     Headers(attempt): Headers<Attempt>,
     State(calls): State<Calls>,
 ) -> HandlerOutcome {
-    calls.record("work", payment.id, attempt.retry_count);
-    payment.plan.outcome(attempt.retry_count)
+    calls.settle("work", payment, attempt.retry_count)
 }
 
 #[subscriber]
@@ -40,8 +24,7 @@ async fn again(
     Headers(attempt): Headers<Attempt>,
     State(calls): State<Calls>,
 ) -> HandlerOutcome {
-    calls.record("again", payment.id, attempt.retry_count);
-    payment.plan.outcome(attempt.retry_count)
+    calls.settle("again", payment, attempt.retry_count)
 }
 
 #[subscriber]

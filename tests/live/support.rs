@@ -9,6 +9,7 @@ use std::{
 };
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
+use ruststream_zmq::prelude::*;
 use ruststream_zmq::{ConnectedZmqQueue, ZmqEndpoint, ZmqPublisher, ZmqQueue};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -31,8 +32,7 @@ pub enum Plan {
 
 impl Plan {
     /// The outcome for a delivery that `retry_count` retries came before.
-    pub fn outcome(&self, retry_count: Option<u32>) -> ruststream::prelude::HandlerOutcome {
-        use ruststream::prelude::HandlerOutcome;
+    pub fn outcome(&self, retry_count: Option<u32>) -> HandlerOutcome {
         let before = retry_count.unwrap_or(0);
         match *self {
             Plan::Ack => HandlerOutcome::ack(),
@@ -73,6 +73,17 @@ pub struct Seen {
 pub struct Calls(pub mpsc::UnboundedSender<Seen>);
 
 impl Calls {
+    /// Records the call as `handler`'s and settles it by the payment's plan.
+    pub fn settle(
+        &self,
+        handler: &'static str,
+        payment: &Payment,
+        retry_count: Option<u32>,
+    ) -> HandlerOutcome {
+        self.record(handler, payment.id, retry_count);
+        payment.plan.outcome(retry_count)
+    }
+
     pub fn record(&self, handler: &'static str, id: u64, retry_count: Option<u32>) {
         let _ = self.0.send(Seen {
             handler,
@@ -81,6 +92,22 @@ impl Calls {
             at: Instant::now(),
         });
     }
+}
+
+/// The state of the services these tests start: where their handlers report.
+#[derive(FromRef)]
+pub struct AppState {
+    pub calls: Calls,
+}
+
+/// The handler most tests mount: records the call as `work`, settles by the payment's plan.
+#[subscriber]
+pub async fn work(
+    payment: &Payment,
+    Headers(attempt): Headers<Attempt>,
+    State(calls): State<Calls>,
+) -> HandlerOutcome {
+    calls.settle("work", payment, attempt.retry_count)
 }
 
 /// The calls a test waits on.
