@@ -43,8 +43,7 @@ async fn listen(
     State(gate): State<Gate>,
 ) -> HandlerOutcome {
     gate.pass().await;
-    calls.record("listen", payment.id, attempt.retry_count);
-    payment.plan.outcome(attempt.retry_count)
+    calls.settle("listen", payment, attempt.retry_count)
 }
 
 #[subscriber(FanoutSubscription::<Dialing>)]
@@ -55,8 +54,7 @@ async fn dialing_listen(
     State(gate): State<Gate>,
 ) -> HandlerOutcome {
     gate.pass().await;
-    calls.record("listen", payment.id, attempt.retry_count);
-    payment.plan.outcome(attempt.retry_count)
+    calls.settle("listen", payment, attempt.retry_count)
 }
 
 #[subscriber]
