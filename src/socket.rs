@@ -5,7 +5,7 @@
 //! SUB), a send that finds no peer waits for one up to a deadline instead of failing at once, and
 //! closing a socket really closes its connections (a dropped PULL keeps them open).
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use futures::{StreamExt, channel::mpsc::Receiver};
 use tokio::{
@@ -83,11 +83,33 @@ macro_rules! each {
     };
 }
 
-/// Closes a client socket's listeners and every connection: the client's own close leaves a
-/// PULL's connections open, so the backend is shut first.
-async fn close_client<S: Socket>(socket: S) {
-    socket.backend().shutdown();
+/// Closes a client socket: its listeners first, then every connection (the client's own close
+/// leaves a PULL's connections open).
+///
+/// A peer whose handshake began before the listener stopped joins the socket afterwards, and the
+/// client would hold that connection open for good, so each late arrival the monitor reports
+/// is shut out in turn, until the socket is gone.
+async fn close_client<S: Socket>(socket: S, mut events: Receiver<SocketEvent>) {
+    // Room in the monitor channel, so that no late arrival goes unreported.
+    while events.try_recv().is_ok() {}
+    let backend = Arc::downgrade(&socket.backend());
     let _ = socket.close().await;
+    let Some(still_held) = backend.upgrade() else {
+        return;
+    };
+    still_held.shutdown();
+    drop(still_held);
+    tokio::spawn(async move {
+        // Ends when the last holder of the socket's state lets go, and the monitor with it.
+        while let Some(event) = events.next().await {
+            if matches!(event, SocketEvent::Accepted(..)) {
+                let Some(late) = backend.upgrade() else {
+                    return;
+                };
+                late.shutdown();
+            }
+        }
+    });
 }
 
 impl ReadSocket {
@@ -160,7 +182,8 @@ trait ClientSocket: Sized + Send {
     async fn bind(&mut self, address: &str) -> Result<String, ClientError>;
     async fn connect(&mut self, address: &str) -> Result<(), ClientError>;
     fn monitor(&mut self) -> Receiver<SocketEvent>;
-    async fn close(self);
+    /// Closes the socket; `events` is its monitor, watched for peers that join late.
+    async fn close(self, events: Receiver<SocketEvent>);
 }
 
 /// The supervisor's view of a socket kind, forwarded to whichever client socket it holds.
@@ -183,8 +206,8 @@ macro_rules! client_socket {
                 each!(self, s => s.monitor(), $(Self::$variant),+)
             }
 
-            async fn close(self) {
-                each!(self, s => close_client(s).await, $(Self::$variant),+)
+            async fn close(self, events: Receiver<SocketEvent>) {
+                each!(self, s => close_client(s, events).await, $(Self::$variant),+)
             }
         }
     };
@@ -269,9 +292,11 @@ impl<S: ClientSocket> Supervised<S> {
 
     /// Replaces the socket with a fresh one: the old one's connections are closed.
     async fn renew(&mut self) {
-        let fresh = S::fresh(self.role, &self.topics).await;
-        std::mem::replace(&mut self.socket, fresh).close().await;
-        self.events = self.socket.monitor();
+        let mut fresh = S::fresh(self.role, &self.topics).await;
+        let fresh_events = fresh.monitor();
+        let old = std::mem::replace(&mut self.socket, fresh);
+        old.close(std::mem::replace(&mut self.events, fresh_events))
+            .await;
         self.connected = false;
     }
 
@@ -356,7 +381,7 @@ impl<S: ClientSocket> Supervised<S> {
     }
 
     async fn close(self) {
-        self.socket.close().await;
+        self.socket.close(self.events).await;
     }
 }
 

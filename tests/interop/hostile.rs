@@ -1,7 +1,8 @@
 //! Peers that break the wire format on purpose. A libzmq peer sends every kind of malformed and
 //! oversized message among good ones; the service refuses each bad one, counted under its rule,
 //! handles every good one, and its memory stays bounded. A raw TCP peer speaking ZMTP by hand
-//! shows the one attack the client itself does not survive.
+//! shows the one attack the client itself does not survive, and that a handshake still under way
+//! at shutdown does not leave the peer attached to a closed socket.
 
 use std::{convert::Infallible, time::Duration};
 
@@ -188,6 +189,36 @@ async fn a_hostile_peer_is_refused_message_by_message_while_every_good_message_i
         "the resident set grew from {rss_after_warm_up} to {rss_end} KiB"
     );
     running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_mid_handshake_at_shutdown_is_disconnected_not_kept_by_a_closed_socket() {
+    // The shape of a dialing subscription that reconnects while the service it reads from shuts
+    // down: its handshake begins before the listener closes and ends after.
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let address = connected.bind_publisher().await.unwrap();
+    let mut raw = tokio::net::TcpStream::connect(address.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    raw.write_all(&greeting()).await.unwrap();
+    let mut theirs = [0; 64];
+    // Their greeting: the service accepted and waits for this peer's READY.
+    raw.read_exact(&mut theirs).await.unwrap();
+    connected.shutdown().await.unwrap();
+    // The connection may already be gone; the handshake's end is what matters when it is not.
+    let _ = raw.write_all(&ready("PULL")).await;
+    let closed = tokio::time::timeout(STEP, async {
+        let mut rest = [0; 256];
+        while let Ok(1..) = raw.read(&mut rest).await {}
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the peer stayed connected to a socket that was shut down; it would wait there for good"
+    );
 }
 
 /// Set in the child process that runs the service under the frame-length attack.
