@@ -3,7 +3,6 @@
 
 use std::{
     io::Write,
-    net::TcpListener,
     sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant},
 };
@@ -153,14 +152,10 @@ impl Journal {
     }
 }
 
+#[path = "../common/ports.rs"]
+mod ports;
 /// A loopback port nobody listens on right now, for endpoints a registration must name up front.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use ports::free_port;
 
 /// A peer that feeds a queue: a publisher of a broker of its own.
 pub struct Feeder {

@@ -34,7 +34,6 @@
 use std::{
     collections::BTreeMap,
     convert::Infallible,
-    net::TcpListener,
     num::NonZeroU32,
     time::{Duration, Instant},
 };
@@ -311,14 +310,9 @@ fn live_cases() -> u32 {
         .unwrap_or(8)
 }
 
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[path = "../common/ports.rs"]
+mod ports;
+use ports::free_port;
 
 fn loopback() -> String {
     format!("tcp://127.0.0.1:{}", free_port())
