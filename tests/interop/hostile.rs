@@ -200,13 +200,8 @@ async fn a_peer_mid_handshake_at_shutdown_is_disconnected_not_kept_by_a_closed_s
         .await
         .unwrap();
     let address = connected.bind_publisher().await.unwrap();
-    let mut raw = tokio::net::TcpStream::connect(address.trim_start_matches("tcp://"))
-        .await
-        .unwrap();
-    raw.write_all(&greeting()).await.unwrap();
-    let mut theirs = [0; 64];
-    // Their greeting: the service accepted and waits for this peer's READY.
-    raw.read_exact(&mut theirs).await.unwrap();
+    // Greetings exchanged: the service accepted and waits for this peer's READY.
+    let mut raw = raw_greeted(&address).await;
     connected.shutdown().await.unwrap();
     // The connection may already be gone; the handshake's end is what matters when it is not.
     let _ = raw.write_all(&ready("PULL")).await;
@@ -224,14 +219,20 @@ async fn a_peer_mid_handshake_at_shutdown_is_disconnected_not_kept_by_a_closed_s
 /// Set in the child process that runs the service under the frame-length attack.
 const CHILD: &str = "RUSTSTREAM_ZMQ_INTEROP_CHILD";
 
-/// A PUSH peer speaking ZMTP 3.0 by hand, through the handshake; the test writes its frames.
-async fn raw_push(address: &str) -> tokio::net::TcpStream {
+/// A peer speaking ZMTP 3.0 by hand, through the exchange of greetings.
+async fn raw_greeted(address: &str) -> tokio::net::TcpStream {
     let mut raw = tokio::net::TcpStream::connect(address.trim_start_matches("tcp://"))
         .await
         .unwrap();
     raw.write_all(&greeting()).await.unwrap();
     let mut theirs = [0; 64];
     raw.read_exact(&mut theirs).await.unwrap();
+    raw
+}
+
+/// A PUSH peer speaking ZMTP 3.0 by hand, through the handshake; the test writes its frames.
+async fn raw_push(address: &str) -> tokio::net::TcpStream {
+    let mut raw = raw_greeted(address).await;
     raw.write_all(&ready("PUSH")).await.unwrap();
     let mut their_ready = [0; 28];
     raw.read_exact(&mut their_ready).await.unwrap();
