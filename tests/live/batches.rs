@@ -36,15 +36,7 @@ async fn a_queue_hands_a_batch_handler_batches_no_larger_than_the_mount_names() 
     let running = app.start().await.unwrap();
     let feeder = Feeder::dial(&monitor.bound_address().unwrap()).await;
     for id in 0..10 {
-        feeder
-            .send(
-                "ledger",
-                &Payment {
-                    id,
-                    plan: Plan::Ack,
-                },
-            )
-            .await;
+        feeder.send("ledger", id, Plan::Ack).await;
     }
     let seen = journal.until("ten payments", |s| s.len() == 10).await;
     assert!(

@@ -59,13 +59,7 @@ async fn port_zero_resolves_and_the_bound_address_is_readable_once_started() {
     );
     Feeder::dial(&address)
         .await
-        .send(
-            "port-zero",
-            &Payment {
-                id: 1,
-                plan: Plan::Ack,
-            },
-        )
+        .send("port-zero", 1, Plan::Ack)
         .await;
     journal.until("the payment", |s| s.len() == 1).await;
     running.shutdown().await.unwrap();
@@ -86,13 +80,7 @@ async fn an_ipc_endpoint_carries_messages() {
     .unwrap();
     Feeder::dial(&address)
         .await
-        .send(
-            "over-ipc",
-            &Payment {
-                id: 1,
-                plan: Plan::Ack,
-            },
-        )
+        .send("over-ipc", 1, Plan::Ack)
         .await;
     journal.until("the payment", |s| s.len() == 1).await;
     running.shutdown().await.unwrap();
@@ -151,13 +139,7 @@ async fn a_bound_port_is_free_again_right_after_shutdown() {
         .unwrap();
         Feeder::dial(&address)
             .await
-            .send(
-                "rebind",
-                &Payment {
-                    id: round,
-                    plan: Plan::Ack,
-                },
-            )
+            .send("rebind", round, Plan::Ack)
             .await;
         journal.until("the payment", |s| s.len() == 1).await;
         running.shutdown().await.unwrap();
@@ -181,15 +163,7 @@ async fn a_dialing_pull_subscription_comes_back_after_its_peer_restarts() {
     for id in [1, 2] {
         // A fresh peer each round: the first one goes away and a new one binds the same port.
         let (upstream, _) = Feeder::bind(&upstream_address).await;
-        upstream
-            .send(
-                "restarts",
-                &Payment {
-                    id,
-                    plan: Plan::Ack,
-                },
-            )
-            .await;
+        upstream.send("restarts", id, Plan::Ack).await;
         journal
             .until("the payment from this peer", |s| {
                 s.iter().any(|s| s.id == id)

@@ -75,24 +75,8 @@ fn no_copies(monitor: &ZmqMonitor) {
 async fn an_ack_is_answered_unsupported_and_the_message_is_done() {
     capture_logs();
     let (running, monitor, feeder, mut journal) = start_bound!("ack-payments", |g| g);
-    feeder
-        .send(
-            "ack-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
-    feeder
-        .send(
-            "ack-payments",
-            &Payment {
-                id: 2,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
+    feeder.send("ack-payments", 1, Plan::Ack).await;
+    feeder.send("ack-payments", 2, Plan::Ack).await;
     journal
         .until("both payments", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -111,24 +95,8 @@ async fn an_ack_is_answered_unsupported_and_the_message_is_done() {
 async fn a_drop_is_answered_unsupported_and_the_message_is_gone() {
     capture_logs();
     let (running, monitor, feeder, mut journal) = start_bound!("drop-payments", |g| g);
-    feeder
-        .send(
-            "drop-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::Drop,
-            },
-        )
-        .await;
-    feeder
-        .send(
-            "drop-payments",
-            &Payment {
-                id: 2,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
+    feeder.send("drop-payments", 1, Plan::Drop).await;
+    feeder.send("drop-payments", 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -141,23 +109,9 @@ async fn a_drop_is_answered_unsupported_and_the_message_is_gone() {
 async fn a_plain_retry_is_not_delivered_again() {
     let (running, monitor, feeder, mut journal) = start_bound!("retry-payments", |g| g);
     feeder
-        .send(
-            "retry-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::Retry { times: 5 },
-            },
-        )
+        .send("retry-payments", 1, Plan::Retry { times: 5 })
         .await;
-    feeder
-        .send(
-            "retry-payments",
-            &Payment {
-                id: 2,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
+    feeder.send("retry-payments", 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -175,13 +129,7 @@ async fn a_retry_under_max_attempts_is_a_copy_to_the_own_listener() {
     let (running, monitor, feeder, mut journal) =
         start_bound!("capped-payments", |g| g.max_attempts(nonzero!(5u32)));
     feeder
-        .send(
-            "capped-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::Retry { times: 2 },
-            },
-        )
+        .send("capped-payments", 1, Plan::Retry { times: 2 })
         .await;
     let seen = journal.until("two copies", |s| s.len() == 3).await;
     let counts: Vec<_> = seen.iter().map(|s| s.retry_count).collect();
@@ -212,15 +160,7 @@ async fn a_retry_under_a_dead_letter_is_a_copy() {
     });
     let running = app.start().await.unwrap();
     let feeder = Feeder::dial(&monitor.bound_address().unwrap()).await;
-    feeder
-        .send(
-            "dl-only",
-            &Payment {
-                id: 1,
-                plan: Plan::Retry { times: 1 },
-            },
-        )
-        .await;
+    feeder.send("dl-only", 1, Plan::Retry { times: 1 }).await;
     journal
         .until("the copy at the dead-letter queue", |s| {
             s.iter().any(|s| s.handler == "park")
@@ -238,10 +178,8 @@ async fn a_retry_after_is_a_copy_that_arrives_after_the_delay_and_not_before() {
     feeder
         .send(
             "delayed-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::RetryAfter { ms: 400, times: 1 },
-            },
+            1,
+            Plan::RetryAfter { ms: 400, times: 1 },
         )
         .await;
     let seen = journal.until("the copy", |s| s.len() == 2).await;
@@ -273,13 +211,7 @@ async fn at_the_cap_the_delivery_goes_to_the_dead_letter_queue() {
     let running = app.start().await.unwrap();
     let feeder = Feeder::dial(&monitor.bound_address().unwrap()).await;
     feeder
-        .send(
-            "cap-payments",
-            &Payment {
-                id: 7,
-                plan: Plan::Retry { times: 10 },
-            },
-        )
+        .send("cap-payments", 7, Plan::Retry { times: 10 })
         .await;
     journal
         .until("the dead letter", |s| s.iter().any(|s| s.handler == "park"))
@@ -304,28 +236,14 @@ async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning
     let (running, monitor, feeder, mut journal) =
         start_bound!("nodl-payments", |g| g.max_attempts(nonzero!(2u32)));
     feeder
-        .send(
-            "nodl-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::Retry { times: 10 },
-            },
-        )
+        .send("nodl-payments", 1, Plan::Retry { times: 10 })
         .await;
     logged(&[
         "nodl-payments",
         "retry attempts exhausted and no dead-letter destination is declared",
     ])
     .await;
-    feeder
-        .send(
-            "nodl-payments",
-            &Payment {
-                id: 2,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
+    feeder.send("nodl-payments", 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -341,28 +259,14 @@ async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
         .max_attempts(nonzero!(2u32))
         .dead_letter("loop-payments.dead"));
     feeder
-        .send(
-            "loop-payments",
-            &Payment {
-                id: 1,
-                plan: Plan::Retry { times: 10 },
-            },
-        )
+        .send("loop-payments", 1, Plan::Retry { times: 10 })
         .await;
     let line = logged(&["loop-payments", "publishing the retry copy failed"]).await;
     assert!(
         line.contains("is the listener of subscription `loop-payments`"),
         "{line}"
     );
-    feeder
-        .send(
-            "loop-payments",
-            &Payment {
-                id: 2,
-                plan: Plan::Ack,
-            },
-        )
-        .await;
+    feeder.send("loop-payments", 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -403,13 +307,7 @@ async fn a_dialing_queue_copies_go_where_out_retry_names() {
     );
     let running = app.start().await.unwrap();
     upstream
-        .send(
-            "dial-payments",
-            &Payment {
-                id: 3,
-                plan: Plan::Retry { times: 1 },
-            },
-        )
+        .send("dial-payments", 3, Plan::Retry { times: 1 })
         .await;
     journal
         .until("the copy at the named place", |s| {
@@ -447,13 +345,7 @@ async fn a_dialing_queue_takes_the_frameworks_out_retry_to_form() {
     );
     let running = app.start().await.unwrap();
     upstream
-        .send(
-            "fw-payments",
-            &Payment {
-                id: 4,
-                plan: Plan::Retry { times: 1 },
-            },
-        )
+        .send("fw-payments", 4, Plan::Retry { times: 1 })
         .await;
     journal
         .until("the copy at the named place", |s| {

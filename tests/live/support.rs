@@ -198,8 +198,13 @@ impl Feeder {
         (self.shutdown)().await;
     }
 
-    pub async fn send(&self, name: &str, payment: &Payment) {
-        let body = BytesMut::from(serde_json::to_vec(payment).unwrap().as_slice());
+    /// Sends the payment `id`, which its handler settles per `plan`, under `name`.
+    pub async fn send(&self, name: &str, id: u64, plan: Plan) {
+        let body = BytesMut::from(
+            serde_json::to_vec(&Payment { id, plan })
+                .unwrap()
+                .as_slice(),
+        );
         self.publisher
             .publish(OutgoingMessage::produced(name, body), None)
             .await
