@@ -35,18 +35,19 @@ fn dialing_without_destination() -> impl App {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_bound_subscription_is_refused_in_process_as_on_the_sockets() {
-    let in_process = TestApp::start(two_on_one_bound_queue())
+/// The errors `app` fails to start with, in process and then on the sockets.
+async fn refusals<A: App>(app: impl Fn() -> A) -> [String; 2] {
+    let in_process = TestApp::start(app())
         .await
         .expect_err("started in process")
         .to_string();
-    let live = two_on_one_bound_queue()
-        .start()
-        .await
-        .expect_err("started live")
-        .to_string();
-    for err in [&in_process, &live] {
+    let live = app().start().await.expect_err("started live").to_string();
+    [in_process, live]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_bound_subscription_is_refused_in_process_as_on_the_sockets() {
+    for err in refusals(two_on_one_bound_queue).await {
         assert!(
             err.contains("`second`") && err.contains("`first` already holds it"),
             "{err}"
@@ -56,16 +57,7 @@ async fn a_second_bound_subscription_is_refused_in_process_as_on_the_sockets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dialing_registration_with_no_destination_is_refused_in_process_as_on_the_sockets() {
-    let in_process = TestApp::start(dialing_without_destination())
-        .await
-        .expect_err("started in process")
-        .to_string();
-    let live = dialing_without_destination()
-        .start()
-        .await
-        .expect_err("started live")
-        .to_string();
-    for err in [&in_process, &live] {
+    for err in refusals(dialing_without_destination).await {
         assert!(
             err.contains("nowhere") && err.contains("NamedCopies"),
             "{err}"
