@@ -246,6 +246,17 @@ mod tests {
         }
     }
 
+    /// A dialing queue at `tcp://127.0.0.1:1`; `reader` names its subscription, if it has one.
+    fn dialing_queue(reader: Option<&str>) -> OwnEndpoint<'_> {
+        OwnEndpoint {
+            address: "tcp://127.0.0.1:1",
+            binds: false,
+            listener: None,
+            admission: Admission::Exact,
+            reader,
+        }
+    }
+
     const PAYMENTS: Listener<'static> = Listener {
         subscription: "payments",
         address: "tcp://0.0.0.0:5555",
@@ -299,13 +310,7 @@ mod tests {
             route(&own, &Destination::parse("jobs").unwrap()).unwrap(),
             Target::Bind("tcp://0.0.0.0:0".into())
         );
-        let dialing = OwnEndpoint {
-            address: "tcp://127.0.0.1:1",
-            binds: false,
-            listener: None,
-            admission: Admission::Exact,
-            reader: None,
-        };
+        let dialing = dialing_queue(None);
         assert_eq!(
             route(&dialing, &Destination::parse("jobs").unwrap()).unwrap(),
             Target::Dial("tcp://127.0.0.1:1".into())
@@ -337,13 +342,7 @@ mod tests {
 
     #[test]
     fn a_bare_name_is_refused_at_once_toward_a_peer_that_only_sends() {
-        let own = OwnEndpoint {
-            address: "tcp://127.0.0.1:1",
-            binds: false,
-            listener: None,
-            admission: Admission::Exact,
-            reader: Some("payments"),
-        };
+        let own = dialing_queue(Some("payments"));
         let err = route(&own, &Destination::parse("payments.dead").unwrap()).unwrap_err();
         assert!(matches!(err, ZmqError::PeerOnlySends { .. }), "{err}");
         let elsewhere = route(
