@@ -89,7 +89,10 @@ macro_rules! each {
 /// A peer whose handshake began before the listener stopped joins the socket afterwards, and the
 /// client would hold that connection open for good, so each late arrival the monitor reports
 /// is shut out in turn, until the socket is gone.
-async fn close_client<S: Socket>(socket: S, mut events: Receiver<SocketEvent>) {
+async fn close_client<S: Socket>(mut socket: S, mut events: Receiver<SocketEvent>) {
+    // Only a socket that listened can see a late arrival: a dialing one, renewed at every
+    // reconnect, needs no watcher.
+    let listened = !socket.binds().is_empty();
     // Room in the monitor channel, so that no late arrival goes unreported.
     while events.try_recv().is_ok() {}
     let backend = Arc::downgrade(&socket.backend());
@@ -99,6 +102,9 @@ async fn close_client<S: Socket>(socket: S, mut events: Receiver<SocketEvent>) {
     };
     still_held.shutdown();
     drop(still_held);
+    if !listened {
+        return;
+    }
     tokio::spawn(async move {
         // Ends when the last holder of the socket's state lets go, and the monitor with it.
         while let Some(event) = events.next().await {
