@@ -1,5 +1,8 @@
 //! The broker of every pattern: `ZmqBroker<Pattern, Side>`, its connected form, and the broker
 //! contract's impls. `ZmqQueue`, `ZmqFanout` and `ZmqRpc` are its three names.
+//!
+//! Imports: the leaves, `pattern`, `settings`, `transport`, `intake`, `connection`, `delivery`
+//! and `publish`.
 
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 
@@ -9,13 +12,16 @@ use ruststream::{
 };
 
 use crate::{
-    connection::{Connection, Kind, Settings},
-    delivery::Inbox,
+    connection::Connection,
+    delivery::{ZmqResponderSubscriber, ZmqSubscriber},
     endpoint::{Bound, Side, ZmqEndpoint},
     error::ZmqError,
+    intake::Inbox,
+    message::ZmqMessage,
     monitor::ZmqMonitor,
+    pattern::PatternFacts,
     publish::{ZmqPublish, ZmqPublisher},
-    subscription::OneWay,
+    settings::Settings,
     transport::Transport,
     wire::WireLimits,
 };
@@ -30,12 +36,12 @@ mod sealed {
 /// One of the three patterns a [`ZmqBroker`] speaks. Sealed.
 pub trait Pattern: sealed::Sealed + Send + Sync + 'static {
     /// What a subscription of this pattern yields.
-    type Subscriber: Subscriber<Message = crate::ZmqMessage, Error = ZmqError> + Send;
+    type Subscriber: Subscriber<Message = ZmqMessage, Error = ZmqError> + Send;
     /// What a by-name subscription of this pattern on side `S` declares about its retry copies.
     type Copies<S: Side>: CopyPath;
-    /// The pattern, as the connection tells it.
+    /// What the connection needs to know of the pattern.
     #[doc(hidden)]
-    const KIND: Kind;
+    const FACTS: PatternFacts;
     /// Wraps the reader task's channel into this pattern's subscriber.
     #[doc(hidden)]
     fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber;
@@ -54,32 +60,38 @@ pub struct FanoutKind;
 pub struct RpcKind;
 
 impl Pattern for QueueKind {
-    type Subscriber = crate::ZmqSubscriber;
+    type Subscriber = ZmqSubscriber;
     type Copies<S: Side> = S::Copies;
-    const KIND: Kind = Kind::Queue;
+    const FACTS: PatternFacts = PatternFacts::QUEUE;
     fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber {
-        crate::ZmqSubscriber::new(inbox, settings.batch_wait)
+        ZmqSubscriber::new(inbox, settings.batch_wait)
     }
 }
 
 impl Pattern for FanoutKind {
-    type Subscriber = crate::ZmqSubscriber;
+    type Subscriber = ZmqSubscriber;
     type Copies<S: Side> = S::Copies;
-    const KIND: Kind = Kind::Fanout;
+    const FACTS: PatternFacts = PatternFacts::FANOUT;
     fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber {
-        crate::ZmqSubscriber::new(inbox, settings.batch_wait)
+        ZmqSubscriber::new(inbox, settings.batch_wait)
     }
 }
 
 impl Pattern for RpcKind {
-    type Subscriber = crate::ZmqResponderSubscriber;
+    type Subscriber = ZmqResponderSubscriber;
     /// A responder's name is not a destination on either side.
     type Copies<S: Side> = ruststream::NamedCopies;
-    const KIND: Kind = Kind::Rpc;
+    const FACTS: PatternFacts = PatternFacts::RPC;
     fn subscriber(inbox: Inbox, _settings: &Settings) -> Self::Subscriber {
-        crate::ZmqResponderSubscriber::new(inbox)
+        ZmqResponderSubscriber::new(inbox)
     }
 }
+
+/// The one-way patterns (queue and fan-out), whose subscriptions start in the state their side
+/// gives them and whose bound brokers can publish to peers that dial in.
+pub trait OneWay: Pattern {}
+impl OneWay for QueueKind {}
+impl OneWay for FanoutKind {}
 
 /// A ZeroMQ broker of pattern `P` over one endpoint of side `S`. Use it by its names:
 /// [`ZmqQueue`], [`ZmqFanout`], [`ZmqRpc`].
@@ -129,7 +141,7 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
             transport,
             endpoint,
             S::BINDS,
-            P::KIND,
+            P::FACTS,
             self.settings,
             self.monitor,
         );
@@ -200,15 +212,13 @@ impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
     /// A live publisher of this broker, as the default policy pairs it.
     #[must_use]
     pub fn publisher(&self) -> ZmqPublisher {
-        ZmqPublisher {
-            connection: Arc::clone(&self.connection),
-        }
+        ZmqPublisher::new(Arc::clone(&self.connection))
     }
 
     /// A handle on the live figures of this broker.
     #[must_use]
     pub fn monitor(&self) -> ZmqMonitor {
-        self.connection.monitor.clone()
+        self.connection.monitor().clone()
     }
 }
 
@@ -230,7 +240,7 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     type Connected = ConnectedZmq<P, S>;
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        let sockets = Transport::Sockets(self.monitor.clone());
+        let sockets = Transport::sockets(self.monitor.clone());
         self.connect_on(sockets)
     }
 }
@@ -271,7 +281,7 @@ impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
         self.connection
             .subscribe(name)
             .await
-            .map(|inbox| P::subscriber(inbox, &self.connection.settings))
+            .map(|inbox| P::subscriber(inbox, self.connection.settings()))
     }
 
     fn declare_retry(
@@ -279,7 +289,7 @@ impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
         name: &str,
         declaration: &ruststream::RetryDeclaration,
     ) -> Result<(), ruststream::DeclareRetryError> {
-        crate::subscription::check_dead_letter(P::KIND, S::BINDS, name, declaration)
+        P::FACTS.check_dead_letter(S::BINDS, name, declaration)
     }
 }
 

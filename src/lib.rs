@@ -37,48 +37,71 @@
 //!
 //! - `lifecycle::shutdown_flushes` reads, on a new connection, what the old one published right
 //!   before it shut down. There is no server between ZeroMQ peers to hold it: what a subscription
-//!   had read and not handled is lost when it closes, which is the seeds' at-most-once rule.
+//!   had read and not handled is lost when it closes, which is the at-most-once rule of this transport.
 //! - `message_shape::publish_options`: the publishers have no per-message options
 //!   (`Options = ()`), so there is no override to check.
 //! - `retry::broker_moves`, `capabilities::transactions`, `owned_transactions`, `seeking`,
 //!   `batch_seeking`, `carries`, `carries_batch`, `message_shape::keyed_order`: the transport
 //!   has none of these capabilities, and the crate emulates none.
+//!
+//! # How the crate is built
+//!
+//! Each module imports only modules listed above it, so the layers read from the bottom up:
+//!
+//! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side typestate),
+//!    `monitor` (live figures).
+//! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
+//!    pattern's sockets and admission rules, as data), `settings`.
+//! 3. **Transport**: one type over the `zeromq` client's sockets (the only code that names the
+//!    client) and, under the `testing` feature, the in-process bus.
+//! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
+//!    and how a responder answers each requester), `requests` (the DEALER's requests in flight);
+//!    each built from the transport and the settings.
+//! 5. **Connection**: `outbound` (writers, sends, answers), then `connection` (who holds the
+//!    endpoint, subscribe, publish, shutdown).
+//! 6. **What a service uses**: `delivery` (subscribers), `publish`, `broker`, `subscription`,
+//!    `rpc`.
+//! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
+//!    no other module names it.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// In the order of the layers above: each imports only modules before it.
 mod assertions;
 mod broker;
 mod connection;
 mod delivery;
 mod endpoint;
 mod error;
+mod intake;
+mod message;
 mod monitor;
+mod outbound;
+mod pattern;
 mod publish;
+mod requests;
 pub mod routing;
 mod rpc;
-mod socket;
+mod settings;
 mod subscription;
 #[cfg(feature = "testing")]
 mod testing;
 mod transport;
 pub mod wire;
 
-/// A task a broker spawns: a socket's loop, a reader's pump.
-type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
-
 pub use broker::{
-    ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, Pattern,
-    QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
+    ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, OneWay,
+    Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
 };
-pub use delivery::{ZmqMessage, ZmqResponderSubscriber, ZmqSubscriber};
+pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{Bound, Dialing, Ready, Side, WantsRetryDestination, ZmqEndpoint};
 pub use error::{SocketFault, ZmqError};
+pub use message::ZmqMessage;
 pub use monitor::ZmqMonitor;
 pub use publish::{ZmqPublish, ZmqPublisher};
 pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};
 pub use subscription::{
-    FanoutSubscription, OneWay, OutRetry, QueueSubscription, Responder, Subscription,
-    WantsDestination,
+    FanoutSubscription, OutRetry, QueueSubscription, Responder, Subscription, WantsDestination,
 };
 pub use wire::WireLimits;
 

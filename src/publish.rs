@@ -1,4 +1,6 @@
 //! Publishing: the policy a mount site names, and the live publisher it pairs into.
+//!
+//! Imports: `error` and `connection`.
 
 use std::sync::Arc;
 
@@ -19,7 +21,13 @@ pub struct ZmqPublish;
 /// [`ZmqError::ShutDown`], never a silent success.
 #[derive(Clone)]
 pub struct ZmqPublisher {
-    pub(crate) connection: Arc<Connection>,
+    connection: Arc<Connection>,
+}
+
+impl ZmqPublisher {
+    pub(crate) fn new(connection: Arc<Connection>) -> Self {
+        Self { connection }
+    }
 }
 
 impl std::fmt::Debug for ZmqPublisher {

@@ -1,6 +1,6 @@
 //! Where a publish goes, and what is refused: pure decisions over plain values.
 //!
-//! The seeds' rule for copies: a bound subscription's copies reach its own listener; a dialing
+//! The rule for copies: a bound subscription's copies reach its own listener; a dialing
 //! one (or a responder) must be told where they go. The types carry the first half (which
 //! subscription declares which copies); this module decides, per publish, which socket a message
 //! leaves through and refuses the one that would land on the wrong subscription.
@@ -117,7 +117,7 @@ pub enum Target {
 ///
 /// [`ZmqError::WouldLoopBack`] when the message would reach a subscription of this process that
 /// it does not name: the dead letter of a bound queue aimed at its own endpoint is the case the
-/// seeds name.
+/// rule forbids.
 pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Target, ZmqError> {
     let lands_on_listener = own.listener.filter(|listener| match destination.endpoint {
         None => own.binds,

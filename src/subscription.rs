@@ -1,5 +1,7 @@
 //! The subscription builders: a name, and where a subscription's retry copies go when its side
 //! does not say.
+//!
+//! Imports: `endpoint`, `error` and `broker`.
 
 use std::{borrow::Cow, marker::PhantomData};
 
@@ -10,11 +12,9 @@ use ruststream::{
 };
 
 use crate::{
-    broker::{ConnectedZmq, FanoutKind, Pattern, QueueKind, RpcKind},
-    connection::Kind,
+    broker::{ConnectedZmq, FanoutKind, OneWay, Pattern, QueueKind, RpcKind},
     endpoint::{Ready, Side, WantsRetryDestination},
     error::ZmqError,
-    routing::{Admission, DeadLetterFate, dead_letter_fate},
 };
 
 /// A queue or fan-out subscription: its name, and on a dialing endpoint where its retry copies
@@ -96,11 +96,6 @@ impl<P, S: Side, State> std::fmt::Debug for Subscription<P, S, State> {
     }
 }
 
-/// The one-way patterns, whose subscriptions start in the state their side gives them.
-pub trait OneWay: Pattern {}
-impl OneWay for QueueKind {}
-impl OneWay for FanoutKind {}
-
 fn named<P, S: Side, State>(
     name: Cow<'static, str>,
     retry_to: Option<Cow<'static, str>>,
@@ -166,7 +161,7 @@ impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscriptio
         _connected: &ConnectedZmq<P, S>,
         declaration: &RetryDeclaration,
     ) -> Result<(), DeclareRetryError> {
-        check_dead_letter(P::KIND, S::BINDS, &self.name, declaration)
+        P::FACTS.check_dead_letter(S::BINDS, &self.name, declaration)
     }
 }
 
@@ -239,61 +234,4 @@ where
         let destination = destination.into();
         self.map_source(move |source| source.told(destination))
     }
-}
-
-/// Says at startup what will become of a registration's dead letters where the declaration
-/// alone shows they will not reach another endpoint, and refuses the one case the publisher
-/// could not refuse later: a bound queue's dead letter under its own name, which its listener
-/// would take as one more retry copy.
-pub(crate) fn check_dead_letter(
-    kind: Kind,
-    binds: bool,
-    subscription: &str,
-    declaration: &RetryDeclaration,
-) -> Result<(), DeclareRetryError> {
-    let Some(dead_letter) = declaration.dead_letter() else {
-        return Ok(());
-    };
-    if kind == Kind::Queue && binds && dead_letter == subscription {
-        return Err(DeclareRetryError::Broker(Box::new(
-            ZmqError::DeadLetterIsTheSubscription {
-                subscription: subscription.to_owned(),
-            },
-        )));
-    }
-    let admission = if kind == Kind::Fanout {
-        Admission::Prefix
-    } else {
-        Admission::Exact
-    };
-    match dead_letter_fate(
-        admission,
-        binds,
-        kind == Kind::Rpc,
-        subscription,
-        dead_letter,
-    ) {
-        DeadLetterFate::LeavesElsewhere => {}
-        DeadLetterFate::ArrivesBack => tracing::warn!(
-            subscription,
-            dead_letter,
-            "the dead-letter name is under this fan-out subscription's own prefix, so dead \
-             letters arrive back at it; name another endpoint (`{dead_letter}@tcp://host:port`) \
-             to park them elsewhere"
-        ),
-        DeadLetterFate::RefusedAsLoop => tracing::warn!(
-            subscription,
-            dead_letter,
-            "the dead letter would come back to this subscription's own listener, so the \
-             publisher will refuse each one and the delivery is dropped; name another endpoint \
-             (`{dead_letter}@tcp://host:port`)"
-        ),
-        DeadLetterFate::NoWayOut => tracing::warn!(
-            subscription,
-            dead_letter,
-            "the dead-letter destination names no endpoint, and this subscription's own socket \
-             cannot take it; name one (`{dead_letter}@tcp://host:port`)"
-        ),
-    }
-    Ok(())
 }

@@ -1,7 +1,6 @@
 //! The supervised sockets: the only module that names the `zeromq` client's types.
 //!
-//! The client covers less than a transport needs (DESIGN.md section 4), and this module makes up
-//! for it: dialing sockets are re-created when their peer goes away (the client reconnects only
+//! The client covers less than a transport needs, and this module makes up for it: dialing sockets are re-created when their peer goes away (the client reconnects only
 //! SUB), a send that finds no peer waits for one up to a deadline instead of failing at once, and
 //! closing a socket really closes its connections (a dropped PULL keeps them open).
 
@@ -9,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 
 use futures::{StreamExt, channel::mpsc::Receiver};
 use tokio::{
-    sync::{mpsc, oneshot, watch},
+    sync::{mpsc, watch},
     time::{Instant, sleep, timeout},
 };
 use zeromq::{
@@ -18,40 +17,11 @@ use zeromq::{
     ZmqMessage as ClientMessage,
 };
 
-use crate::{error::ZmqError, monitor::ZmqMonitor, wire::Frames};
+use super::{DuplexSender, Received, Release, stopped};
+use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
 
 /// How long one attempt to reach a peer may take before the supervisor tries again.
 const CONNECT_ATTEMPT: Duration = Duration::from_millis(500);
-
-/// The socket types this transport uses, one per pattern end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// A queue subscription.
-    Pull,
-    /// A queue publisher.
-    Push,
-    /// A fan-out subscription.
-    Sub,
-    /// A fan-out publisher.
-    Pub,
-    /// A responder: reads requests, answers at the identity they carry.
-    Router,
-    /// A requester: sends requests, reads answers.
-    Dealer,
-}
-
-impl Role {
-    const fn name(self) -> &'static str {
-        match self {
-            Self::Pull => "PULL",
-            Self::Push => "PUSH",
-            Self::Sub => "SUB",
-            Self::Pub => "PUB",
-            Self::Router => "ROUTER",
-            Self::Dealer => "DEALER",
-        }
-    }
-}
 
 enum ReadSocket {
     Pull(PullSocket),
@@ -170,12 +140,6 @@ impl DuplexSocket {
     async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
         each!(self, s => s.send(message).await, Self::Router, Self::Dealer)
     }
-}
-
-/// Resolves once the broker's shutdown switch is on.
-pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    // The guard `wait_for` answers is not `Send`: drop it here, not across the caller's awaits.
-    let _ = shutdown.wait_for(|down| *down).await;
 }
 
 fn fault(err: ClientError) -> crate::error::SocketFault {
@@ -521,34 +485,6 @@ impl Writer {
     }
 }
 
-/// A send handed to a duplex socket's task, and where its outcome goes.
-pub(crate) type Outbound = (Frames, oneshot::Sender<Result<(), ZmqError>>);
-
-/// Sends through a duplex socket's task; cheap to clone.
-#[derive(Clone)]
-pub(crate) struct DuplexSender {
-    tx: mpsc::Sender<Outbound>,
-}
-
-/// The other end of a [`DuplexSender`]: what the socket's task reads its sends from.
-pub(crate) type Outbox = mpsc::Receiver<Outbound>;
-
-impl DuplexSender {
-    /// A sender and the outbox its socket task reads from.
-    pub(crate) fn channel() -> (Self, Outbox) {
-        let (tx, outbox) = mpsc::channel(64);
-        (Self { tx }, outbox)
-    }
-
-    /// Sends one message through the socket; answers once the client took it.
-    pub(crate) async fn send(&self, frames: Frames) -> Result<(), ZmqError> {
-        let gone = || ZmqError::ShutDown { what: "a socket" };
-        let (done, outcome) = oneshot::channel();
-        self.tx.send((frames, done)).await.map_err(|_| gone())?;
-        outcome.await.map_err(|_| gone())?
-    }
-}
-
 /// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
 /// reply can leave while requests wait to be handled.
 pub(crate) struct Duplex(Supervised<DuplexSocket>);
@@ -573,7 +509,7 @@ impl Duplex {
     /// which hands every received message to `inbound` and ends at shutdown.
     pub(crate) fn run(
         self,
-        inbound: mpsc::Sender<Frames>,
+        inbound: mpsc::Sender<Received>,
         mut shutdown: watch::Receiver<bool>,
         patience: Duration,
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
@@ -598,7 +534,10 @@ impl Duplex {
                         let _ = done.send(sent);
                     }
                     permit = inbound.reserve(), if pending.is_some() => match permit {
-                        Ok(permit) => permit.send(pending.take().unwrap_or_default()),
+                        Ok(permit) => permit.send(Received {
+                            frames: pending.take().unwrap_or_default(),
+                            release: Release::default(),
+                        }),
                         Err(_) => break,
                     },
                     received = this.socket.recv(), if pending.is_none() => match received {

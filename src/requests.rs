@@ -1,0 +1,196 @@
+//! The requester's side of request-reply: one DEALER, many requests in flight, each answer
+//! matched to its request by `correlation-id`.
+//!
+//! Imports: the leaves, `settings`, `pattern`, `transport` and `message`. Built from the
+//! transport and the settings; its tasks hold nothing of the connection, so dropping the broker
+//! ends them.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use ruststream::{Bytes, HeaderMap, Str};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::{
+    error::ZmqError,
+    message::ZmqMessage,
+    monitor::ZmqMonitor,
+    pattern::Role,
+    settings::Settings,
+    transport::{BoxTask, DuplexSender, Received, Transport},
+    wire::{self, CORRELATION_ID, WireLimits},
+};
+
+/// How many answers wait between the DEALER and the task that matches them.
+const ANSWERS: usize = 256;
+
+type Pending = Arc<Mutex<HashMap<Str, oneshot::Sender<ZmqMessage>>>>;
+
+/// The broker's one DEALER and the requests waiting for their answers.
+pub(crate) struct RequestChannel {
+    sender: DuplexSender,
+    pending: Pending,
+    minted: AtomicU64,
+    prefix: String,
+}
+
+impl RequestChannel {
+    /// Opens the DEALER on `endpoint` (bound or dialing): answers the channel and the two tasks
+    /// to spawn, the socket's and the one that matches answers.
+    pub(crate) async fn open(
+        transport: &Transport,
+        endpoint: &str,
+        binds: bool,
+        settings: &Settings,
+        monitor: &ZmqMonitor,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<(Self, [BoxTask; 2]), ZmqError> {
+        let (answers_tx, answers) = mpsc::channel(ANSWERS);
+        let (sender, socket_task, bound) = transport
+            .duplex(
+                Role::Dealer,
+                endpoint,
+                binds,
+                answers_tx,
+                shutdown,
+                settings.send_timeout,
+            )
+            .await?;
+        if let Some(address) = bound {
+            tracing::info!(endpoint = %address, "requesting from responders that dial in");
+            monitor.set_bound_address(Some(address));
+        }
+        let pending = Pending::default();
+        let matcher = match_answers(
+            answers,
+            Arc::clone(&pending),
+            settings.limits,
+            monitor.clone(),
+            endpoint.to_owned(),
+        );
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        let channel = Self {
+            sender,
+            pending,
+            minted: AtomicU64::new(0),
+            prefix: format!("{:x}-{:x}", std::process::id(), started),
+        };
+        Ok((channel, [socket_task, Box::pin(matcher)]))
+    }
+
+    fn mint(&self) -> String {
+        format!(
+            "{}-{}",
+            self.prefix,
+            self.minted.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// How many requests are waiting for an answer right now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Sends a request and waits for the answer carrying its `correlation-id` (the caller's, or
+    /// one minted here); the caller bounds the wait.
+    pub(crate) async fn request(
+        &self,
+        name: &str,
+        mut headers: HeaderMap,
+        payload: Bytes,
+    ) -> Result<ZmqMessage, ZmqError> {
+        let id = Str::from(
+            headers
+                .correlation_id()
+                .map_or_else(|| self.mint(), str::to_owned),
+        );
+        headers.insert(CORRELATION_ID, id.clone());
+        let frames = wire::encode(name, &headers, payload)?;
+        let (tx, answer) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), tx);
+        let _waiting = Waiting {
+            pending: &self.pending,
+            id,
+        };
+        self.sender.send(frames).await?;
+        answer.await.map_err(|_| ZmqError::ShutDown {
+            what: "a requester",
+        })
+    }
+
+    /// Sends without waiting for an answer.
+    pub(crate) async fn send(
+        &self,
+        name: &str,
+        headers: &HeaderMap,
+        payload: Bytes,
+    ) -> Result<(), ZmqError> {
+        self.sender
+            .send(wire::encode(name, headers, payload)?)
+            .await
+    }
+}
+
+/// Hands each answer to the request waiting for its `correlation-id`.
+async fn match_answers(
+    mut answers: mpsc::Receiver<Received>,
+    pending: Pending,
+    limits: WireLimits,
+    monitor: ZmqMonitor,
+    endpoint: String,
+) {
+    while let Some(Received { frames, release }) = answers.recv().await {
+        let answer = match wire::decode(&frames, &limits, None) {
+            Ok(answer) => ZmqMessage::new(answer, release),
+            Err(refusal) => {
+                monitor.count_refusal(&refusal);
+                tracing::warn!(%endpoint, rule = refusal.rule(), "refused an answer from a responder: {refusal}");
+                continue;
+            }
+        };
+        let waiter = answer.correlation_id().and_then(|id| {
+            pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(id)
+        });
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(answer);
+            }
+            None => tracing::debug!(
+                %endpoint,
+                correlation_id = answer.correlation_id().unwrap_or("none"),
+                "an answer no request waits for (it timed out, or was never asked)"
+            ),
+        }
+    }
+}
+
+/// Removes a request's entry however its wait ends, so that memory stays flat.
+struct Waiting<'a> {
+    pending: &'a Pending,
+    id: Str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}

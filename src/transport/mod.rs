@@ -1,0 +1,330 @@
+//! The transport under a connection: real ZeroMQ sockets through the `zeromq` client, or (under
+//! the `testing` feature) the in-process bus that stands in for them. Everything above this
+//! module is the same for both, so the in-process mode decides, refuses and routes exactly as
+//! the sockets do.
+//!
+//! Imports: the leaves (`error`, `wire`, `monitor`) and `pattern`. Only [`zeromq`] names the
+//! client's types; only [`bus`] is feature-gated.
+
+#[cfg(feature = "testing")]
+pub(crate) mod bus;
+mod zeromq;
+
+use std::time::Duration;
+
+use ruststream::{Bytes, HeaderMap};
+use tokio::{
+    runtime::Handle,
+    sync::{mpsc, oneshot, watch},
+    task::JoinHandle,
+};
+
+use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
+
+/// A task a socket runs: a duplex socket's loop.
+pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Where a connection opens its sockets, and the runtime they live on.
+///
+/// The `zeromq` client spawns a socket's tasks on the runtime that creates it, and a publish may
+/// come from a runtime that stops (a handler's dedicated thread, a caller's own): every socket
+/// is made and driven on the runtime the broker connected on.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    backend: Backend,
+    runtime: Handle,
+}
+
+#[derive(Clone)]
+enum Backend {
+    /// ZeroMQ sockets; lost peer connections are counted on the monitor.
+    Sockets(ZmqMonitor),
+    /// The in-process bus of the `testing` feature.
+    #[cfg(feature = "testing")]
+    InProcess(bus::Peer),
+}
+
+/// A receiving socket.
+pub(crate) enum Reader {
+    Sockets(zeromq::Reader),
+    #[cfg(feature = "testing")]
+    InProcess(bus::BusReader),
+}
+
+/// A sending socket.
+pub(crate) enum Writer {
+    Sockets(zeromq::Writer),
+    #[cfg(feature = "testing")]
+    InProcess(bus::BusWriter),
+}
+
+/// One message as a socket read it, and what goes with it.
+pub(crate) struct Received {
+    pub(crate) frames: Frames,
+    pub(crate) release: Release,
+}
+
+/// Travels with a message read from the transport until the last handle on it goes. In process
+/// it tells the test harness the delivery is done with (settled, refused, or dropped); on the
+/// sockets it is empty.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Release {
+    #[cfg(feature = "testing")]
+    _consumed: Option<std::sync::Arc<bus::Consumed>>,
+}
+
+impl Transport {
+    /// Real sockets, made on the current runtime.
+    pub(crate) fn sockets(monitor: ZmqMonitor) -> Self {
+        Self {
+            backend: Backend::Sockets(monitor),
+            runtime: Handle::current(),
+        }
+    }
+
+    /// The in-process bus, scoped to the current runtime.
+    #[cfg(feature = "testing")]
+    pub(crate) fn in_process() -> Self {
+        Self {
+            backend: Backend::InProcess(bus::Peer::new()),
+            runtime: Handle::current(),
+        }
+    }
+
+    /// The bus peer, when this transport runs in process.
+    #[cfg(feature = "testing")]
+    pub(crate) fn peer(&self) -> Option<&bus::Peer> {
+        match &self.backend {
+            Backend::InProcess(peer) => Some(peer),
+            Backend::Sockets(_) => None,
+        }
+    }
+
+    /// Runs socket work on the runtime the sockets live on; inline when already on it (a
+    /// handler of the service, the usual case).
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, ZmqError>> + Send + 'static,
+    ) -> Result<T, ZmqError> {
+        if Handle::try_current().is_ok_and(|current| current.id() == self.runtime.id()) {
+            return work.await;
+        }
+        self.runtime
+            .spawn(work)
+            .await
+            .unwrap_or(Err(ZmqError::ShutDown { what: "a socket" }))
+    }
+
+    /// Spawns a task on the sockets' runtime.
+    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) -> JoinHandle<()> {
+        self.runtime.spawn(task)
+    }
+
+    /// Binds a reader; answers it and the address it really listens on (port 0 resolved).
+    pub(crate) async fn bind_reader(
+        &self,
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+    ) -> Result<(Reader, String), ZmqError> {
+        let (backend, address) = (self.backend.clone(), address.to_owned());
+        self.run(async move {
+            match backend {
+                Backend::Sockets(monitor) => zeromq::Reader::bind(role, &address, topics, monitor)
+                    .await
+                    .map(|(reader, at)| (Reader::Sockets(reader), at)),
+                #[cfg(feature = "testing")]
+                Backend::InProcess(peer) => peer
+                    .bind_reader(role, &address, topics)
+                    .map(|(reader, at)| (Reader::InProcess(reader), at)),
+            }
+        })
+        .await
+    }
+
+    /// A reader dialing `address`; it connects on its first read, and again whenever the peer
+    /// goes away.
+    pub(crate) async fn dial_reader(
+        &self,
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+    ) -> Result<Reader, ZmqError> {
+        let (backend, address) = (self.backend.clone(), address.to_owned());
+        self.run(async move {
+            Ok(match backend {
+                Backend::Sockets(monitor) => {
+                    Reader::Sockets(zeromq::Reader::dial(role, &address, topics, monitor).await)
+                }
+                #[cfg(feature = "testing")]
+                Backend::InProcess(peer) => {
+                    Reader::InProcess(peer.dial_reader(role, &address, topics))
+                }
+            })
+        })
+        .await
+    }
+
+    /// Binds a writer for peers that dial in; answers it and the address it listens on.
+    pub(crate) async fn bind_writer(
+        &self,
+        role: Role,
+        address: &str,
+    ) -> Result<(Writer, String), ZmqError> {
+        let (backend, address) = (self.backend.clone(), address.to_owned());
+        self.run(async move {
+            match backend {
+                Backend::Sockets(monitor) => zeromq::Writer::bind(role, &address, monitor)
+                    .await
+                    .map(|(writer, at)| (Writer::Sockets(writer), at)),
+                #[cfg(feature = "testing")]
+                Backend::InProcess(peer) => peer
+                    .bind_writer(role, &address)
+                    .map(|(writer, at)| (Writer::InProcess(writer), at)),
+            }
+        })
+        .await
+    }
+
+    /// A writer dialing `address`; it connects on its first send.
+    pub(crate) async fn dial_writer(&self, role: Role, address: &str) -> Result<Writer, ZmqError> {
+        let (backend, address) = (self.backend.clone(), address.to_owned());
+        self.run(async move {
+            Ok(match backend {
+                Backend::Sockets(monitor) => {
+                    Writer::Sockets(zeromq::Writer::dial(role, &address, monitor).await)
+                }
+                #[cfg(feature = "testing")]
+                Backend::InProcess(peer) => Writer::InProcess(peer.dial_writer(role, &address)),
+            })
+        })
+        .await
+    }
+
+    /// Opens a duplex socket (ROUTER, DEALER), bound or dialing: answers the handle that sends
+    /// through it, the task that runs it (handing what it reads to `inbound`, ending at
+    /// `shutdown`), and the bound address.
+    pub(crate) async fn duplex(
+        &self,
+        role: Role,
+        address: &str,
+        binds: bool,
+        inbound: mpsc::Sender<Received>,
+        shutdown: watch::Receiver<bool>,
+        patience: Duration,
+    ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
+        let (backend, address) = (self.backend.clone(), address.to_owned());
+        self.run(async move {
+            match backend {
+                Backend::Sockets(monitor) => {
+                    let (duplex, bound) = if binds {
+                        let (duplex, at) = zeromq::Duplex::bind(role, &address, monitor).await?;
+                        (duplex, Some(at))
+                    } else {
+                        (zeromq::Duplex::dial(role, &address, monitor).await, None)
+                    };
+                    let (sender, task) = duplex.run(inbound, shutdown, patience);
+                    Ok((sender, Box::pin(task) as BoxTask, bound))
+                }
+                #[cfg(feature = "testing")]
+                Backend::InProcess(peer) => {
+                    peer.duplex(role, &address, binds, inbound, shutdown, patience)
+                }
+            }
+        })
+        .await
+    }
+
+    /// Notes a message the broker published, for the test harness's publish log; on the
+    /// sockets nothing is kept.
+    #[cfg_attr(not(feature = "testing"), allow(clippy::unused_self))]
+    pub(crate) fn published(&self, destination: &str, headers: &HeaderMap, payload: &Bytes) {
+        #[cfg(feature = "testing")]
+        if let Backend::InProcess(peer) = &self.backend {
+            peer.record(destination, headers, payload.clone());
+        }
+        #[cfg(not(feature = "testing"))]
+        let _ = (destination, headers, payload);
+    }
+}
+
+impl Reader {
+    /// The next message; a dialing reader also keeps its connection.
+    pub(crate) async fn recv(&mut self) -> Received {
+        match self {
+            Self::Sockets(reader) => Received {
+                frames: reader.recv().await,
+                release: Release::default(),
+            },
+            #[cfg(feature = "testing")]
+            Self::InProcess(reader) => reader.recv().await,
+        }
+    }
+
+    /// Closes the socket and all its connections.
+    pub(crate) async fn close(self) {
+        match self {
+            Self::Sockets(reader) => reader.close().await,
+            #[cfg(feature = "testing")]
+            Self::InProcess(reader) => reader.close(),
+        }
+    }
+}
+
+impl Writer {
+    /// Sends one message, waiting up to `patience` for a peer.
+    pub(crate) async fn send(
+        &mut self,
+        frames: Frames,
+        patience: Duration,
+    ) -> Result<(), ZmqError> {
+        match self {
+            Self::Sockets(writer) => writer.send(frames, patience).await,
+            #[cfg(feature = "testing")]
+            Self::InProcess(writer) => writer.send(frames, patience).await,
+        }
+    }
+
+    /// Closes the socket and all its connections.
+    pub(crate) async fn close(self) {
+        match self {
+            Self::Sockets(writer) => writer.close().await,
+            #[cfg(feature = "testing")]
+            Self::InProcess(writer) => writer.close(),
+        }
+    }
+}
+
+/// A send handed to a duplex socket's task, and where its outcome goes.
+type Outbound = (Frames, oneshot::Sender<Result<(), ZmqError>>);
+
+/// What a duplex socket's task reads its sends from.
+type Outbox = mpsc::Receiver<Outbound>;
+
+/// Sends through a duplex socket's task; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct DuplexSender {
+    tx: mpsc::Sender<Outbound>,
+}
+
+impl DuplexSender {
+    /// A sender and the outbox its socket task reads from.
+    fn channel() -> (Self, Outbox) {
+        let (tx, outbox) = mpsc::channel(64);
+        (Self { tx }, outbox)
+    }
+
+    /// Sends one message through the socket; answers once the socket took it.
+    pub(crate) async fn send(&self, frames: Frames) -> Result<(), ZmqError> {
+        let gone = || ZmqError::ShutDown { what: "a socket" };
+        let (done, outcome) = oneshot::channel();
+        self.tx.send((frames, done)).await.map_err(|_| gone())?;
+        outcome.await.map_err(|_| gone())?
+    }
+}
+
+/// Resolves once the broker's shutdown switch is on, or the broker is gone.
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` answers is not `Send`: drop it here, not across the caller's awaits.
+    let _ = shutdown.wait_for(|down| *down).await;
+}
