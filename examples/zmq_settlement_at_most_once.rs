@@ -1,4 +1,4 @@
-//! The seeds' example (acknowledgement.txt): a payments service on a queue it binds. A payment
+//! At-most-once settlement on a queue: a payments service on a queue it binds. A payment
 //! of nothing is dropped; a payment the gateway fails comes back as a copy 10 seconds later,
 //! through the queue the service binds.
 //!

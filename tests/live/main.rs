@@ -3,6 +3,7 @@
 mod support;
 
 mod batches;
+mod dropped_broker;
 mod fanout;
 mod queue_lifecycle;
 mod queue_settlement;
