@@ -1,4 +1,6 @@
 //! What a running broker reports: the address it listens on and what it refused.
+//!
+//! Imports: `wire` only (a leaf).
 
 use std::{
     collections::BTreeMap,

@@ -2,12 +2,14 @@
 //! `TestApp::start(app())` runs a service with no network.
 //!
 //! The bus plays ZeroMQ's part and nothing more: endpoints are addresses in a table scoped to
-//! the runtime the brokers connected on, a bound address is taken until its socket closes, a socket reaches only sockets on the
-//! other side of an endpoint (a binder reaches dialers and back), PUSH picks one reader in turn
-//! and waits for one when none is there, PUB hands each matching SUB a copy and drops what a full
+//! the runtime the brokers connected on, a bound address is taken until its socket closes, a
+//! socket reaches only sockets on the other side of an endpoint (a binder reaches dialers and
+//! back), PUSH picks one reader in turn and waits for one when none is there, PUB hands each matching SUB a copy and drops what a full
 //! one cannot take, ROUTER answers at the identity a request carried. Everything above the
 //! sockets (the wire format, the limits, the routing of copies, the refusals) is the production
 //! code, so the in-process mode refuses what the sockets refuse.
+//!
+//! Imports: its parent `transport`, and `error`, `pattern` and `wire`.
 
 use std::{
     collections::{HashMap, VecDeque},

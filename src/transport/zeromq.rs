@@ -1,8 +1,11 @@
 //! The supervised sockets: the only module that names the `zeromq` client's types.
 //!
-//! The client covers less than a transport needs, and this module makes up for it: dialing sockets are re-created when their peer goes away (the client reconnects only
-//! SUB), a send that finds no peer waits for one up to a deadline instead of failing at once, and
-//! closing a socket really closes its connections (a dropped PULL keeps them open).
+//! The client covers less than a transport needs, and this module makes up for it: dialing
+//! sockets are re-created when their peer goes away (the client reconnects only SUB), a send
+//! that finds no peer waits for one up to a deadline instead of failing at once, and closing a
+//! socket really closes its connections (a dropped PULL keeps them open).
+//!
+//! Imports: its parent `transport`, and `error`, `monitor`, `pattern` and `wire`.
 
 use std::{sync::Arc, time::Duration};
 
