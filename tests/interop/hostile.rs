@@ -351,19 +351,20 @@ async fn a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the
     // A long frame header: flags 0x02 (LONG), then a length of 1 TiB; no body follows.
     let mut header = vec![0x02];
     header.extend((1u64 << 40).to_be_bytes());
-    attacker.write_all(&header).await.unwrap();
+    // Should the service be gone already, how it ended is what the test reports.
+    let _ = attacker.write_all(&header).await;
 
     let end = service.end(STEP).await;
     let Some(status) = end.status else {
         panic!(
-            "the service process survived the frame-length attack for {STEP:?}: {CHANGED}. {}",
+            "the service process survived the frame-length attack for {STEP:?}: {CHANGED}.\n{}",
             end.describe()
         );
     };
     assert!(
         status.signal() == Some(SIGABRT) && end.stderr.contains("memory allocation of"),
         "the service process ended, but not by the allocation failure this test pins (SIGABRT \
-         after `memory allocation of ... bytes failed`): {CHANGED}. {}",
+         after `memory allocation of ... bytes failed`): {CHANGED}.\n{}",
         end.describe()
     );
 }

@@ -420,8 +420,8 @@ impl ChildEnd {
         format!(
             "{}\n--- its stdout:\n{}\n--- its stderr:\n{}",
             match self.status {
-                Some(status) => format!("it ended: {status}"),
-                None => "it was killed when its time ran out".to_owned(),
+                Some(status) => format!("The child process ended: {status}."),
+                None => "The child process was killed when its time ran out.".to_owned(),
             },
             self.stdout,
             self.stderr
