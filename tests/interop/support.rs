@@ -418,7 +418,7 @@ impl ChildEnd {
     /// The status and both outputs, for a failure message.
     pub fn describe(&self) -> String {
         format!(
-            "{}\n--- its stdout:\n{}\n--- its stderr:\n{}",
+            "{}\n--- its stdout:\n{}\n--- its stderr:\n{}--- (end of the child's output)",
             match self.status {
                 Some(status) => format!("The child process ended: {status}."),
                 None => "The child process was killed when its time ran out.".to_owned(),
