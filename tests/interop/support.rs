@@ -61,6 +61,17 @@ pub struct Received {
 }
 
 impl Received {
+    /// The headers frame exactly as it came off the wire, of a `[name][headers][payload]`
+    /// message: what the crate's publishers write, compared byte for byte, never parsed.
+    pub fn headers_frame(&self) -> &[u8] {
+        assert_eq!(
+            self.frames.len(),
+            3,
+            "[name][headers][payload] expected: {self:?}"
+        );
+        &self.frames[1]
+    }
+
     pub fn payload(&self) -> Value {
         serde_json::from_slice(self.frames.last().expect("no frames")).expect("a JSON payload")
     }
