@@ -21,9 +21,14 @@ Frames travel as latin-1 strings: each byte is the character of the same code po
 bytes survive JSON. "wire" is the message read as the README's wire format by this peer:
 {"name", "headers": {lower-cased name: value}, "payload"} for [name][headers][payload].
 
+"wire" is a reading aid (names lower-cased, white space trimmed); to check what a sender wrote,
+compare "frames" byte for byte.
+
 With "serve": "echo" the ROUTER answers each request [identity][(empty)][name][headers][payload]
 with [identity][(empty)]["reply"]["correlation-id: <the request's>"][payload] and prints
-{"answered": {"correlation_id", "name", "payload", "delimited"}}.
+{"answered": {"correlation_id", "name", "headers_frame", "payload", "delimited"}}, where
+"headers_frame" is the request's headers frame exactly as read (latin-1), or null for a request
+of fewer than three frames.
 
 End of stdin ends the process: a test that dies takes its peers with it.
 """
@@ -89,6 +94,7 @@ def answer_request(sock, frames):
     out({"answered": {
         "correlation_id": correlation,
         "name": wire.get("name"),
+        "headers_frame": to_text(rest[1]) if len(rest) == 3 else None,
         "payload": payload.decode("utf-8", "replace"),
         "delimited": delimited,
     }})

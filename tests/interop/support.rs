@@ -61,6 +61,17 @@ pub struct Received {
 }
 
 impl Received {
+    /// The headers frame exactly as it came off the wire, of a `[name][headers][payload]`
+    /// message: what the crate's publishers write, compared byte for byte, never parsed.
+    pub fn headers_frame(&self) -> &[u8] {
+        assert_eq!(
+            self.frames.len(),
+            3,
+            "[name][headers][payload] expected: {self:?}"
+        );
+        &self.frames[1]
+    }
+
     pub fn payload(&self) -> Value {
         serde_json::from_slice(self.frames.last().expect("no frames")).expect("a JSON payload")
     }
@@ -352,14 +363,160 @@ impl Deadline {
     }
 }
 
-/// This process's resident set, in KiB (Linux).
-pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status")
+/// This process's memory, from `/proc/self/status` (Linux), in KiB.
+#[derive(Debug, Clone, Copy)]
+pub struct Memory {
+    /// The resident set now (`VmRSS`).
+    pub rss_kib: u64,
+    /// The most the resident set has been since the process started (`VmHWM`).
+    pub peak_kib: u64,
+}
+
+impl Memory {
+    /// Reads both figures. Fails the test, saying so, where there is no `/proc/self/status`: a
+    /// memory bound that cannot be read is not a bound that holds.
+    pub fn now() -> Self {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_else(|err| {
+            panic!(
+                "cannot read /proc/self/status ({err}): this memory check needs Linux's procfs, \
+                 and without it there is nothing to check"
+            )
+        });
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {name} line in /proc/self/status:\n{status}"))
+        };
+        Self {
+            rss_kib: field("VmRSS:"),
+            peak_kib: field("VmHWM:"),
+        }
+    }
+}
+
+/// The variable that marks a child process of this test binary; its value is the one test the
+/// child runs. A test that needs a process of its own runs itself again with it set
+/// ([`ChildTest`]), and does its child's half only where [`is_child`] says so: run by name
+/// without it, the same test is the parent, so running it alone never passes doing nothing.
+pub const CHILD: &str = "RUSTSTREAM_ZMQ_INTEROP_CHILD";
+
+/// Whether this process is the child that runs `test` (its name as libtest prints it).
+pub fn is_child(test: &str) -> bool {
+    std::env::var_os(CHILD).is_some_and(|value| value == test)
+}
+
+/// This test binary run again for the one test `test` (`--exact`, `--nocapture`), marked as its
+/// child by [`CHILD`]. Killed when dropped.
+pub struct ChildTest {
+    test: &'static str,
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+    printed: String,
+    stderr: tokio::task::JoinHandle<String>,
+}
+
+/// How a child ended: its status (`None` when it outlived its time and was killed), and what it
+/// printed.
+pub struct ChildEnd {
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl ChildEnd {
+    /// The status and both outputs, for a failure message.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}\n--- its stdout:\n{}\n--- its stderr:\n{}--- (end of the child's output)",
+            match self.status {
+                Some(status) => format!("The child process ended: {status}."),
+                None => "The child process was killed when its time ran out.".to_owned(),
+            },
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+impl ChildTest {
+    pub fn spawn(test: &'static str) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("this test binary's path"))
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(CHILD, test)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|err| panic!("starting the child process for {test}: {err}"));
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut err_pipe = child.stderr.take().unwrap();
+        let stderr = tokio::spawn(async move {
+            let mut all = Vec::new();
+            let _ = err_pipe.read_to_end(&mut all).await;
+            String::from_utf8_lossy(&all).into_owned()
+        });
+        Self {
+            test,
+            child,
+            stdout,
+            printed: String::new(),
+            stderr,
+        }
+    }
+
+    /// What follows `mark` on the next line of the child's stdout that has it, or `None` when the
+    /// child's stdout ends or `within` passes first. Lines before it are kept for [`Self::end`].
+    pub async fn after(&mut self, mark: &str, within: Duration) -> Option<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let line = match tokio::time::timeout_at(deadline, self.stdout.next_line()).await {
+                Ok(Ok(Some(line))) => line,
+                _ => return None,
+            };
+            self.printed.push_str(&line);
+            self.printed.push('\n');
+            if let Some((_, rest)) = line.split_once(mark) {
+                return Some(rest.to_owned());
+            }
+        }
+    }
+
+    /// Waits up to `within` for the child to end, and kills it past that; answers how it ended,
+    /// with everything it printed.
+    pub async fn end(mut self, within: Duration) -> ChildEnd {
+        let deadline = Instant::now() + within;
+        let mut rest = String::new();
+        let read = async {
+            while let Ok(Some(line)) = self.stdout.next_line().await {
+                rest.push_str(&line);
+                rest.push('\n');
+            }
+            self.child.wait().await
+        };
+        let status = match tokio::time::timeout_at(deadline, read).await {
+            Ok(status) => Some(status.unwrap_or_else(|err| {
+                panic!("waiting for the child process of {}: {err}", self.test)
+            })),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                None
+            }
+        };
+        self.printed.push_str(&rest);
+        // The pipe closes with the process; a grandchild holding it is bounded the same way.
+        let stderr = match tokio::time::timeout(STEP, &mut self.stderr).await {
+            Ok(Ok(stderr)) => stderr,
+            _ => "(its stderr did not close)".to_owned(),
+        };
+        ChildEnd {
+            status,
+            stdout: std::mem::take(&mut self.printed),
+            stderr,
+        }
+    }
 }
 
 /// Logs to the test's output when `RUST_LOG` is set, for a run that needs looking into.
