@@ -366,6 +366,9 @@ impl Connection {
         if self.shutdown.send_replace(true) {
             return;
         }
+        if let Some(requests) = self.requests.get() {
+            requests.fail_all();
+        }
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
         let joined = futures::future::join(

@@ -159,6 +159,18 @@ pub enum ZmqError {
         why: &'static str,
     },
 
+    /// A request whose `correlation-id` another request of the same requester still waits on:
+    /// the answers could not be told apart.
+    #[error(
+        "a request with correlation-id `{id}` is already waiting for its answer on `{endpoint}`;          give each request in flight its own correlation-id, or leave it out and one is minted"
+    )]
+    CorrelationIdInFlight {
+        /// The correlation-id used twice.
+        id: String,
+        /// The requester's endpoint.
+        endpoint: String,
+    },
+
     /// A request that got no answer in time.
     #[error("request to `{destination}` got no answer within {timeout:?}")]
     RequestTimeout {

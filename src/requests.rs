@@ -29,14 +29,24 @@ use crate::{
 /// How many answers wait between the DEALER and the task that matches them.
 const ANSWERS: usize = 256;
 
-type Pending = Arc<Mutex<HashMap<Str, oneshot::Sender<ZmqMessage>>>>;
+/// A request waiting for its answer: its own number, so that only its own wait removes it.
+struct Waiter {
+    request: u64,
+    answer: oneshot::Sender<ZmqMessage>,
+}
+
+/// The requests in flight, by the `correlation-id` their answers carry back. Two requests in
+/// flight never share one: the second is refused.
+type Pending = Arc<Mutex<HashMap<Str, Waiter>>>;
 
 /// The broker's one DEALER and the requests waiting for their answers.
 pub(crate) struct RequestChannel {
     sender: DuplexSender,
     pending: Pending,
-    minted: AtomicU64,
+    /// Numbers requests, and mints the `correlation-id` of those that bring none.
+    requests: AtomicU64,
     prefix: String,
+    endpoint: String,
 }
 
 impl RequestChannel {
@@ -79,18 +89,16 @@ impl RequestChannel {
         let channel = Self {
             sender,
             pending,
-            minted: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
             prefix: format!("{:x}-{:x}", std::process::id(), started),
+            endpoint: endpoint.to_owned(),
         };
         Ok((channel, [socket_task, Box::pin(matcher)]))
     }
 
-    fn mint(&self) -> String {
-        format!(
-            "{}-{}",
-            self.prefix,
-            self.minted.fetch_add(1, Ordering::Relaxed)
-        )
+    /// Answers every request in flight with a shut-down error at once.
+    pub(crate) fn fail_all(&self) {
+        fail_all(&self.pending);
     }
 
     /// How many requests are waiting for an answer right now.
@@ -109,21 +117,35 @@ impl RequestChannel {
         mut headers: HeaderMap,
         payload: Bytes,
     ) -> Result<ZmqMessage, ZmqError> {
+        let request = self.requests.fetch_add(1, Ordering::Relaxed);
         let id = Str::from(
             headers
                 .correlation_id()
-                .map_or_else(|| self.mint(), str::to_owned),
+                .map_or_else(|| format!("{}-{request}", self.prefix), str::to_owned),
         );
         headers.insert(CORRELATION_ID, id.clone());
         let frames = wire::encode(name, &headers, payload)?;
         let (tx, answer) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), tx);
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            if pending.contains_key(&id) {
+                return Err(ZmqError::CorrelationIdInFlight {
+                    id: id.to_string(),
+                    endpoint: self.endpoint.clone(),
+                });
+            }
+            pending.insert(
+                id.clone(),
+                Waiter {
+                    request,
+                    answer: tx,
+                },
+            );
+        }
         let _waiting = Waiting {
             pending: &self.pending,
             id,
+            request,
         };
         self.sender.send(frames).await?;
         answer.await.map_err(|_| ZmqError::ShutDown {
@@ -152,6 +174,8 @@ async fn match_answers(
     monitor: ZmqMonitor,
     endpoint: String,
 ) {
+    // However this task ends (shutdown, a dropped broker), nobody waits on for an answer.
+    let _fail = FailAll(&pending);
     while let Some(Received { frames, release }) = answers.recv().await {
         let answer = match wire::decode(&frames, &limits, None) {
             Ok(answer) => ZmqMessage::new(answer, release),
@@ -169,7 +193,7 @@ async fn match_answers(
         });
         match waiter {
             Some(waiter) => {
-                let _ = waiter.send(answer);
+                let _ = waiter.answer.send(answer);
             }
             None => tracing::debug!(
                 %endpoint,
@@ -180,17 +204,38 @@ async fn match_answers(
     }
 }
 
-/// Removes a request's entry however its wait ends, so that memory stays flat.
+/// Removes a request's entry however its wait ends, so that memory stays flat; only its own
+/// entry, never a later request's under the same id.
 struct Waiting<'a> {
     pending: &'a Pending,
     id: Str,
+    request: u64,
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.id);
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending
+            .get(&self.id)
+            .is_some_and(|waiter| waiter.request == self.request)
+        {
+            pending.remove(&self.id);
+        }
+    }
+}
+
+/// Drops every waiter's sender, so each request in flight fails with a shut-down error.
+fn fail_all(pending: &Pending) {
+    pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+struct FailAll<'a>(&'a Pending);
+
+impl Drop for FailAll<'_> {
+    fn drop(&mut self) {
+        fail_all(self.0);
     }
 }

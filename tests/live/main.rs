@@ -8,4 +8,5 @@ mod fanout;
 mod queue_lifecycle;
 mod queue_settlement;
 mod queue_wire;
+mod requester;
 mod rpc;

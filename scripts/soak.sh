@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs every test binary of the suite N times in a row (default 20) on a machine kept busy by
+# one `yes` per core, and counts the runs that failed. Not part of CI: a check that the
+# timing-sensitive tests hold under load.
+#
+#   scripts/soak.sh [runs] [binary ...]   # binaries: lib conformance interop live model
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-20}
+shift || true
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=(lib conformance interop live model)
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zmq' 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check pyzmq
+fi
+export RUSTSTREAM_ZMQ_PYTHON="$PWD/.venv/bin/python"
+
+declare -A binary
+while IFS=$'\t' read -r name path; do
+    binary[$name]=$path
+done < <(cargo test --all-features --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        kind = m["target"]["kind"][0]
+        name = "lib" if kind == "lib" else m["target"]["name"]
+        print(name, m["executable"], sep="\t")')
+
+load=()
+for _ in $(seq "$(nproc)"); do
+    yes >/dev/null &
+    load+=($!)
+done
+trap 'kill "${load[@]}" 2>/dev/null' EXIT
+
+failed=0
+for name in "${wanted[@]}"; do
+    path=${binary[$name]:?no test binary named $name}
+    bad=0
+    for run in $(seq "$runs"); do
+        if ! "$path" >"/tmp/soak-$name-$run.log" 2>&1; then
+            bad=$((bad + 1))
+            echo "$name: run $run failed, log in /tmp/soak-$name-$run.log"
+        fi
+    done
+    echo "$name: $((runs - bad)) of $runs runs passed"
+    failed=$((failed + bad))
+done
+[ "$failed" -eq 0 ]
