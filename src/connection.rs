@@ -18,14 +18,14 @@ use crate::{
     error::ZmqError,
     intake::{FrameSource, Inbox, Intake, PROBE_TOPIC, Reading, ReplyBook, inbox, pump},
     monitor::ZmqMonitor,
-    outbound::{CLOSE_WAIT, Outbound},
+    outbound::Outbound,
     pattern::PatternFacts,
     requests::RequestChannel,
     routing::{
         Destination, Listener, OwnEndpoint, ResponderTarget, Target, route, route_responder,
     },
     settings::Settings,
-    transport::Transport,
+    transport::{CLOSE_WAIT, Transport},
     wire,
 };
 
@@ -185,7 +185,6 @@ impl Connection {
                     self.binds,
                     frames_tx,
                     self.shutdown.subscribe(),
-                    self.settings.send_timeout,
                 )
                 .await?;
             self.spawn(task);
@@ -252,16 +251,17 @@ impl Connection {
         headers: &HeaderMap,
         payload: Bytes,
     ) -> Result<(), ZmqError> {
+        let deadline = self.outbound.deadline();
         self.ensure_open("a publisher")?;
         let kept = payload.clone();
         if self.facts.answers_requests {
-            self.publish_from_responder(destination, headers, payload)
+            self.publish_from_responder(destination, headers, payload, deadline)
                 .await?;
         } else {
             let parsed = Destination::parse(destination)?;
             let frames = wire::encode(parsed.name, headers, payload)?;
             let target = self.route(&parsed)?;
-            self.outbound.send(&target, frames).await?;
+            self.outbound.send(&target, frames, deadline).await?;
         }
         self.transport.published(destination, headers, &kept);
         Ok(())
@@ -272,18 +272,19 @@ impl Connection {
         destination: &str,
         headers: &HeaderMap,
         payload: Bytes,
+        deadline: tokio::time::Instant,
     ) -> Result<(), ZmqError> {
         match route_responder(destination)? {
             ResponderTarget::Dial { name, endpoint } => {
                 let frames = wire::encode(name, headers, payload)?;
                 self.outbound
-                    .send(&Target::Queue(endpoint.to_owned()), frames)
+                    .send(&Target::Queue(endpoint.to_owned()), frames, deadline)
                     .await
             }
             ResponderTarget::Reply(identity) => {
                 let requester = self.replies.requester(identity.into());
                 let frames = wire::encode_reply(&requester, headers, payload)?;
-                self.outbound.answer(frames, destination).await
+                self.outbound.answer(frames, destination, deadline).await
             }
         }
     }

@@ -34,6 +34,7 @@ struct Figures {
     bound_address: Mutex<Option<String>>,
     refused: AtomicU64,
     sent: AtomicU64,
+    send_failures: AtomicU64,
     peers_lost: AtomicU64,
     by_rule: Mutex<BTreeMap<&'static str, u64>>,
 }
@@ -73,6 +74,14 @@ impl ZmqMonitor {
         self.inner.sent.load(Ordering::Relaxed)
     }
 
+    /// How many publishes, answers and retry copies failed to leave: no peer took them by their
+    /// deadline, the peer was not reading, or the destination was still failing (each failure is
+    /// returned to its caller, naming the endpoint and the reason).
+    #[must_use]
+    pub fn send_failures(&self) -> u64 {
+        self.inner.send_failures.load(Ordering::Relaxed)
+    }
+
     /// How many times a peer's connection was lost: the peer went away, or its connection
     /// failed (a broken frame, a libzmq heartbeat). Messages in flight on it may be lost with it;
     /// a dialing socket reconnects.
@@ -87,6 +96,10 @@ impl ZmqMonitor {
 
     pub(crate) fn count_sent(&self) {
         self.inner.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_send_failed(&self) {
+        self.inner.send_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn set_bound_address(&self, address: Option<String>) {

@@ -1,21 +1,17 @@
-//! The outbound half of a connection: the writers a broker opens on first use (one per target),
-//! each send bounded by `send_timeout`, the probe that tells a bound fan-out its own publisher
-//! is heard, and a responder's answers through its own socket.
+//! The outbound half of a connection: the writers a broker opens on first use (one per target,
+//! each owned by a task), every send bounded by the deadline of its call, the probe that tells a
+//! bound fan-out its own publisher is heard, and a responder's answers through its own socket.
 //!
 //! Imports: the leaves, `routing` (the target a send goes to), `pattern`, `settings` and
 //! `transport`. It decides nothing about where a message goes: the connection routes, this
 //! half sends.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, OnceLock},
-    time::Duration,
-};
+use std::{collections::HashMap, sync::OnceLock, time::Duration};
 
 use ruststream::Bytes;
 use tokio::{
     sync::{Mutex, Notify},
-    time::{Instant, timeout},
+    time::{Instant, timeout, timeout_at},
 };
 
 use crate::{
@@ -24,22 +20,17 @@ use crate::{
     pattern::Role,
     routing::Target,
     settings::Settings,
-    transport::{DuplexSender, Transport, Writer},
+    transport::{DuplexSender, Transport, Writer, WriterTask},
     wire::Frames,
 };
-
-/// How long closing waits for the writers' sockets.
-pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// How long a bound fan-out waits for its probe to come back before it sends another.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
 
-type SharedWriter = Arc<Mutex<Writer>>;
-
-/// The writers open so far; none opens once they are closed.
+/// The writers open so far, each with its task; none opens once they are closed.
 #[derive(Default)]
 struct Writers {
-    open: HashMap<Target, SharedWriter>,
+    open: HashMap<Target, (Writer, WriterTask)>,
     closed: bool,
 }
 
@@ -73,17 +64,17 @@ impl Outbound {
     }
 
     /// The writer for `target`, opened on first use and kept until the connection closes.
-    async fn writer(&self, target: &Target) -> Result<SharedWriter, ZmqError> {
+    async fn writer(&self, target: &Target) -> Result<Writer, ZmqError> {
         let mut writers = self.writers.lock().await;
         if writers.closed {
             return Err(ZmqError::ShutDown {
                 what: "a publisher",
             });
         }
-        if let Some(writer) = writers.open.get(target) {
-            return Ok(Arc::clone(writer));
+        if let Some((writer, _)) = writers.open.get(target) {
+            return Ok(writer.clone());
         }
-        let writer = match target {
+        let opened = match target {
             Target::Dial(address) => {
                 self.transport
                     .dial_writer(self.writes_with, address)
@@ -91,17 +82,17 @@ impl Outbound {
             }
             Target::Queue(address) => self.transport.dial_writer(Role::Push, address).await?,
             Target::Bind(address) => {
-                let (writer, resolved) = self
+                let (writer, task, resolved) = self
                     .transport
                     .bind_writer(self.writes_with, address)
                     .await?;
                 tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
                 self.monitor.set_bound_address(Some(resolved));
-                writer
+                (writer, task)
             }
         };
-        let writer = Arc::new(Mutex::new(writer));
-        writers.open.insert(target.clone(), Arc::clone(&writer));
+        let writer = opened.0.clone();
+        writers.open.insert(target.clone(), opened);
         Ok(writer)
     }
 
@@ -110,24 +101,39 @@ impl Outbound {
         self.writer(target).await.map(drop)
     }
 
-    /// Sends one message through the writer for `target`, waiting up to `send_timeout` for a
-    /// peer; counted as sent once the socket took it.
-    pub(crate) async fn send(&self, target: &Target, frames: Frames) -> Result<(), ZmqError> {
-        let writer = self.writer(target).await?;
-        self.write(writer, frames, self.send_timeout).await?;
-        self.monitor.count_sent();
-        Ok(())
+    /// The deadline of a send called now.
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.send_timeout
     }
 
-    async fn write(
+    /// Sends one message through the writer for `target`: it leaves, or fails naming why, by
+    /// `deadline` (the call's own, taken before any wait); counted either way.
+    pub(crate) async fn send(
         &self,
-        writer: SharedWriter,
+        target: &Target,
         frames: Frames,
-        patience: Duration,
+        deadline: Instant,
     ) -> Result<(), ZmqError> {
-        self.transport
-            .run(async move { writer.lock().await.send(frames, patience).await })
-            .await
+        let sent = match timeout_at(deadline, self.writer(target)).await {
+            Ok(writer) => match writer {
+                Ok(writer) => writer.send(frames, deadline).await,
+                Err(err) => Err(err),
+            },
+            Err(_) => Err(ZmqError::Send {
+                endpoint: target.address().to_owned(),
+                source: "its socket did not open before the send's deadline".into(),
+            }),
+        };
+        self.count(&sent);
+        sent
+    }
+
+    fn count(&self, sent: &Result<(), ZmqError>) {
+        match sent {
+            Ok(()) => self.monitor.count_sent(),
+            Err(ZmqError::ShutDown { .. }) => {}
+            Err(_) => self.monitor.count_send_failed(),
+        }
     }
 
     /// Connects a writer to a bound fan-out's own listener at `address` and waits until the
@@ -139,11 +145,10 @@ impl Outbound {
         probe: &str,
     ) -> Result<(), ZmqError> {
         let writer = self.writer(&Target::Dial(address.to_owned())).await?;
-        let deadline = Instant::now() + self.send_timeout;
+        let deadline = self.deadline();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
             let frames = vec![Bytes::copy_from_slice(probe.as_bytes())];
-            self.write(Arc::clone(&writer), frames, left).await?;
+            writer.send(frames, deadline).await?;
             if timeout(PROBE_EVERY, heard.notified()).await.is_ok() {
                 return Ok(());
             }
@@ -163,12 +168,9 @@ impl Outbound {
     /// Closes the writer for `target`, if one is open: a subscription is about to take the
     /// address it listened on.
     pub(crate) async fn release(&self, target: &Target) {
-        let writer = self.writers.lock().await.open.remove(target);
-        if let Some(writer) = writer {
-            match Arc::try_unwrap(writer) {
-                Ok(writer) => writer.into_inner().close().await,
-                Err(shared) => drop(shared),
-            }
+        let opened = self.writers.lock().await.open.remove(target);
+        if let Some((_, task)) = opened {
+            task.close().await;
         }
     }
 
@@ -177,50 +179,37 @@ impl Outbound {
         let _ = self.responder.set(responder);
     }
 
-    /// Sends an answer (already framed for its requester) through the responder's socket;
-    /// `address` names the requester in errors.
-    pub(crate) async fn answer(&self, frames: Frames, address: &str) -> Result<(), ZmqError> {
+    /// Sends an answer (already framed for its requester) through the responder's socket by
+    /// `deadline`; `address` names the requester in errors.
+    pub(crate) async fn answer(
+        &self,
+        frames: Frames,
+        address: &str,
+        deadline: Instant,
+    ) -> Result<(), ZmqError> {
         let responder = self.responder.get().ok_or_else(|| ZmqError::ReplyAddress {
             address: address.to_owned(),
             why: "this broker has no responder to answer through",
         })?;
-        match responder.send(frames).await {
+        let sent = match responder.send(frames, deadline).await {
             Err(ZmqError::UnknownPeer { .. }) => Err(ZmqError::ReplyAddress {
                 address: address.to_owned(),
                 why: "no peer with that identity is connected: it went away before its answer",
             }),
             sent => sent,
-        }?;
-        self.monitor.count_sent();
-        Ok(())
+        };
+        self.count(&sent);
+        sent
     }
 
-    /// Closes every writer at once, each within [`CLOSE_WAIT`]; none opens afterwards.
+    /// Closes every writer at once, each within the writers' close wait; none opens afterwards.
+    /// (A dropped connection closes them too: each task ends when its handle goes.)
     pub(crate) async fn close(&self) {
         let open = {
             let mut writers = self.writers.lock().await;
             writers.closed = true;
             std::mem::take(&mut writers.open)
         };
-        close_all(open).await;
-    }
-}
-
-/// Closes the writers nobody else holds any more, in parallel.
-async fn close_all(open: HashMap<Target, SharedWriter>) {
-    let closing = open
-        .into_values()
-        .filter_map(|writer| Arc::try_unwrap(writer).ok())
-        .map(|writer| timeout(CLOSE_WAIT, writer.into_inner().close()));
-    futures::future::join_all(closing).await;
-}
-
-/// A broker dropped without `shutdown` still closes its writers' sockets.
-impl Drop for Outbound {
-    fn drop(&mut self) {
-        let open = std::mem::take(&mut self.writers.get_mut().open);
-        if !open.is_empty() {
-            drop(self.transport.spawn(close_all(open)));
-        }
+        futures::future::join_all(open.into_values().map(|(_, task)| task.close())).await;
     }
 }

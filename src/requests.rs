@@ -47,6 +47,8 @@ pub(crate) struct RequestChannel {
     requests: AtomicU64,
     prefix: String,
     endpoint: String,
+    /// How long a request sent without waiting for an answer may take to leave.
+    send_timeout: std::time::Duration,
 }
 
 impl RequestChannel {
@@ -62,14 +64,7 @@ impl RequestChannel {
     ) -> Result<(Self, [BoxTask; 2]), ZmqError> {
         let (answers_tx, answers) = mpsc::channel(ANSWERS);
         let (sender, socket_task, bound) = transport
-            .duplex(
-                Role::Dealer,
-                endpoint,
-                binds,
-                answers_tx,
-                shutdown,
-                settings.send_timeout,
-            )
+            .duplex(Role::Dealer, endpoint, binds, answers_tx, shutdown)
             .await?;
         if let Some(address) = bound {
             tracing::info!(endpoint = %address, "requesting from responders that dial in");
@@ -92,6 +87,7 @@ impl RequestChannel {
             requests: AtomicU64::new(0),
             prefix: format!("{:x}-{:x}", std::process::id(), started),
             endpoint: endpoint.to_owned(),
+            send_timeout: settings.send_timeout,
         };
         Ok((channel, [socket_task, Box::pin(matcher)]))
     }
@@ -110,12 +106,13 @@ impl RequestChannel {
     }
 
     /// Sends a request and waits for the answer carrying its `correlation-id` (the caller's, or
-    /// one minted here); the caller bounds the wait.
+    /// one minted here); the send leaves by `deadline`, and the caller bounds the wait.
     pub(crate) async fn request(
         &self,
         name: &str,
         mut headers: HeaderMap,
         payload: Bytes,
+        deadline: tokio::time::Instant,
     ) -> Result<ZmqMessage, ZmqError> {
         let request = self.requests.fetch_add(1, Ordering::Relaxed);
         let id = Str::from(
@@ -147,7 +144,7 @@ impl RequestChannel {
             id,
             request,
         };
-        self.sender.send(frames).await?;
+        self.sender.send(frames, deadline).await?;
         answer.await.map_err(|_| ZmqError::ShutDown {
             what: "a requester",
         })
@@ -160,8 +157,9 @@ impl RequestChannel {
         headers: &HeaderMap,
         payload: Bytes,
     ) -> Result<(), ZmqError> {
+        let deadline = tokio::time::Instant::now() + self.send_timeout;
         self.sender
-            .send(wire::encode(name, headers, payload)?)
+            .send(wire::encode(name, headers, payload)?, deadline)
             .await
     }
 }

@@ -113,6 +113,16 @@ pub enum Target {
     Queue(String),
 }
 
+impl Target {
+    /// The address the socket listens on or dials.
+    #[must_use]
+    pub fn address(&self) -> &str {
+        match self {
+            Self::Dial(address) | Self::Bind(address) | Self::Queue(address) => address,
+        }
+    }
+}
+
 /// Decides the socket for a publish to `destination` from a broker whose endpoint is `own`.
 ///
 /// # Errors

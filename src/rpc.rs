@@ -156,19 +156,26 @@ impl RequestReply for ZmqRequester {
         timeout: Duration,
     ) -> Result<ZmqMessage, ZmqError> {
         let destination = msg.name().to_owned();
+        let deadline = tokio::time::Instant::now() + timeout;
         let (name, payload, headers) = msg.into_parts();
         let asked = async {
             self.connection
                 .requests()
                 .await?
-                .request(name, headers, payload.freeze())
+                .request(name, headers, payload.freeze(), deadline)
                 .await
         };
-        tokio::time::timeout(timeout, asked)
-            .await
-            .map_err(|_| ZmqError::RequestTimeout {
-                destination,
-                timeout,
-            })?
+        let timed_out = || ZmqError::RequestTimeout {
+            destination: destination.clone(),
+            timeout,
+        };
+        match tokio::time::timeout_at(deadline, asked).await {
+            // The send itself ran out of the same time: the request timed out.
+            Ok(Err(ZmqError::Send { .. })) if tokio::time::Instant::now() >= deadline => {
+                Err(timed_out())
+            }
+            Ok(answered) => answered,
+            Err(_) => Err(timed_out()),
+        }
     }
 }

@@ -494,7 +494,6 @@ impl Peer {
         binds: bool,
         inbound: mpsc::Sender<Received>,
         mut shutdown: watch::Receiver<bool>,
-        patience: Duration,
     ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
         let (mut reader, resolved) = self.open_reader(role, address, binds, Vec::new())?;
         let sender = {
@@ -510,13 +509,14 @@ impl Peer {
                 identity,
             }
         };
-        let (handle, mut outbox) = DuplexSender::channel();
+        let (handle, mut outbox) = DuplexSender::channel(&resolved);
         let address = self.key(&resolved);
         let task = async move {
             loop {
                 tokio::select! {
                     () = stopped(&mut shutdown) => break,
-                    Some((frames, done)) = outbox.recv() => {
+                    Some((frames, deadline, done)) = outbox.recv() => {
+                        let patience = deadline.saturating_duration_since(Instant::now());
                         let _ = done.send(BUS.send(&address, &sender, frames, patience).await);
                     }
                     received = reader.recv() => {
@@ -629,6 +629,11 @@ impl BusWriter {
     ) -> Result<(), ZmqError> {
         BUS.send(&self.address, &self.sender, frames, patience)
             .await
+    }
+
+    /// Waits until the bus changes (a socket attaches or leaves), when a peer may be there.
+    pub(crate) async fn reach(&mut self) {
+        BUS.changed.notified().await;
     }
 
     pub(crate) fn close(self) {

@@ -8,7 +8,10 @@
 
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
+mod writer;
 mod zeromq;
+
+pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
 use std::time::Duration;
 
@@ -17,6 +20,7 @@ use tokio::{
     runtime::Handle,
     sync::{mpsc, oneshot, watch},
     task::JoinHandle,
+    time::{Instant, timeout_at},
 };
 
 use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
@@ -51,8 +55,8 @@ pub(crate) enum Reader {
     InProcess(bus::BusReader),
 }
 
-/// A sending socket.
-pub(crate) enum Writer {
+/// A sending socket, owned by its [`Writer`]'s task.
+pub(crate) enum Sending {
     Sockets(zeromq::Writer),
     #[cfg(feature = "testing")]
     InProcess(bus::BusWriter),
@@ -165,38 +169,46 @@ impl Transport {
         .await
     }
 
-    /// Binds a writer for peers that dial in; answers it and the address it listens on.
+    /// Binds a writer for peers that dial in; answers it, its task, and the address it listens
+    /// on.
     pub(crate) async fn bind_writer(
         &self,
         role: Role,
         address: &str,
-    ) -> Result<(Writer, String), ZmqError> {
+    ) -> Result<(Writer, WriterTask, String), ZmqError> {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
-            match backend {
+            let (socket, resolved) = match backend {
                 Backend::Sockets(monitor) => zeromq::Writer::bind(role, &address, monitor)
                     .await
-                    .map(|(writer, at)| (Writer::Sockets(writer), at)),
+                    .map(|(writer, at)| (Sending::Sockets(writer), at)),
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => peer
                     .bind_writer(role, &address)
-                    .map(|(writer, at)| (Writer::InProcess(writer), at)),
-            }
+                    .map(|(writer, at)| (Sending::InProcess(writer), at)),
+            }?;
+            let (writer, task) = Writer::start(socket, resolved.clone());
+            Ok((writer, task, resolved))
         })
         .await
     }
 
-    /// A writer dialing `address`; it connects on its first send.
-    pub(crate) async fn dial_writer(&self, role: Role, address: &str) -> Result<Writer, ZmqError> {
+    /// A writer dialing `address`, and its task; it connects on its first send.
+    pub(crate) async fn dial_writer(
+        &self,
+        role: Role,
+        address: &str,
+    ) -> Result<(Writer, WriterTask), ZmqError> {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
-            Ok(match backend {
+            let socket = match backend {
                 Backend::Sockets(monitor) => {
-                    Writer::Sockets(zeromq::Writer::dial(role, &address, monitor).await)
+                    Sending::Sockets(zeromq::Writer::dial(role, &address, monitor).await)
                 }
                 #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => Writer::InProcess(peer.dial_writer(role, &address)),
-            })
+                Backend::InProcess(peer) => Sending::InProcess(peer.dial_writer(role, &address)),
+            };
+            Ok(Writer::start(socket, address))
         })
         .await
     }
@@ -211,7 +223,6 @@ impl Transport {
         binds: bool,
         inbound: mpsc::Sender<Received>,
         shutdown: watch::Receiver<bool>,
-        patience: Duration,
     ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
@@ -223,13 +234,11 @@ impl Transport {
                     } else {
                         (zeromq::Duplex::dial(role, &address, monitor).await, None)
                     };
-                    let (sender, task) = duplex.run(inbound, shutdown, patience);
+                    let (sender, task) = duplex.run(inbound, shutdown);
                     Ok((sender, Box::pin(task) as BoxTask, bound))
                 }
                 #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => {
-                    peer.duplex(role, &address, binds, inbound, shutdown, patience)
-                }
+                Backend::InProcess(peer) => peer.duplex(role, &address, binds, inbound, shutdown),
             }
         })
         .await
@@ -271,13 +280,9 @@ impl Reader {
     }
 }
 
-impl Writer {
+impl Sending {
     /// Sends one message, waiting up to `patience` for a peer.
-    pub(crate) async fn send(
-        &mut self,
-        frames: Frames,
-        patience: Duration,
-    ) -> Result<(), ZmqError> {
+    async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
         match self {
             Self::Sockets(writer) => writer.send(frames, patience).await,
             #[cfg(feature = "testing")]
@@ -285,8 +290,26 @@ impl Writer {
         }
     }
 
+    /// Waits until the socket has a peer again.
+    async fn reach(&mut self) {
+        match self {
+            Self::Sockets(writer) => writer.reach().await,
+            #[cfg(feature = "testing")]
+            Self::InProcess(writer) => writer.reach().await,
+        }
+    }
+
+    /// Waits for, and takes in, the next report on the socket's peers.
+    async fn watch(&mut self) {
+        match self {
+            Self::Sockets(writer) => writer.watch().await,
+            #[cfg(feature = "testing")]
+            Self::InProcess(_) => std::future::pending().await,
+        }
+    }
+
     /// Closes the socket and all its connections.
-    pub(crate) async fn close(self) {
+    async fn close(self) {
         match self {
             Self::Sockets(writer) => writer.close().await,
             #[cfg(feature = "testing")]
@@ -295,8 +318,8 @@ impl Writer {
     }
 }
 
-/// A send handed to a duplex socket's task, and where its outcome goes.
-type Outbound = (Frames, oneshot::Sender<Result<(), ZmqError>>);
+/// A send handed to a duplex socket's task, its deadline, and where its outcome goes.
+type Outbound = (Frames, Instant, oneshot::Sender<Result<(), ZmqError>>);
 
 /// What a duplex socket's task reads its sends from.
 type Outbox = mpsc::Receiver<Outbound>;
@@ -305,21 +328,43 @@ type Outbox = mpsc::Receiver<Outbound>;
 #[derive(Clone)]
 pub(crate) struct DuplexSender {
     tx: mpsc::Sender<Outbound>,
+    endpoint: std::sync::Arc<str>,
 }
 
 impl DuplexSender {
-    /// A sender and the outbox its socket task reads from.
-    fn channel() -> (Self, Outbox) {
+    /// A sender and the outbox its socket task reads from, for the socket on `endpoint`.
+    fn channel(endpoint: &str) -> (Self, Outbox) {
         let (tx, outbox) = mpsc::channel(64);
-        (Self { tx }, outbox)
+        (
+            Self {
+                tx,
+                endpoint: endpoint.into(),
+            },
+            outbox,
+        )
     }
 
-    /// Sends one message through the socket; answers once the socket took it.
-    pub(crate) async fn send(&self, frames: Frames) -> Result<(), ZmqError> {
+    /// Sends one message through the socket: it leaves, or fails naming why, by `deadline`.
+    /// The socket's task drops a message whose deadline passed before its turn.
+    pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         let gone = || ZmqError::ShutDown { what: "a socket" };
+        // The socket's task is busy connecting, or stuck in a send to a peer that stopped
+        // reading: from here the two look alike.
+        let not_left = || ZmqError::Send {
+            endpoint: self.endpoint.to_string(),
+            source: "it did not leave by its deadline: no peer is connected, or the peer is not \
+                     reading"
+                .into(),
+        };
         let (done, outcome) = oneshot::channel();
-        self.tx.send((frames, done)).await.map_err(|_| gone())?;
-        outcome.await.map_err(|_| gone())?
+        match timeout_at(deadline, self.tx.send((frames, deadline, done))).await {
+            Err(_) => return Err(not_left()),
+            Ok(sent) => sent.map_err(|_| gone())?,
+        }
+        match timeout_at(deadline, outcome).await {
+            Err(_) => Err(not_left()),
+            Ok(outcome) => outcome.map_err(|_| gone())?,
+        }
     }
 }
 

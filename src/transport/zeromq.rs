@@ -220,6 +220,8 @@ struct Supervised<S: ClientSocket> {
     address: String,
     binds: bool,
     connected: bool,
+    /// On a bound socket: the peers connected, as far as the monitor has told.
+    peers: usize,
 }
 
 impl<S: ClientSocket> Supervised<S> {
@@ -244,6 +246,7 @@ impl<S: ClientSocket> Supervised<S> {
             address: resolved.clone(),
             binds: true,
             connected: true,
+            peers: 0,
         };
         Ok((supervised, resolved))
     }
@@ -260,6 +263,7 @@ impl<S: ClientSocket> Supervised<S> {
             address: address.to_owned(),
             binds: false,
             connected: false,
+            peers: 0,
         }
     }
 
@@ -273,18 +277,63 @@ impl<S: ClientSocket> Supervised<S> {
         self.connected = false;
     }
 
+    /// Takes in one event of the monitor: a bound socket counts its peers and the ones that
+    /// leave; answers whether a dialing socket lost its peer (the caller renews it).
+    fn note(&mut self, event: &SocketEvent) -> bool {
+        match event {
+            SocketEvent::Accepted(..) => {
+                self.peers += 1;
+                false
+            }
+            SocketEvent::Disconnected(_) if self.binds => {
+                self.peers = self.peers.saturating_sub(1);
+                self.monitor.count_peer_lost();
+                tracing::debug!(endpoint = %self.address, socket = self.role.name(), "a peer left");
+                false
+            }
+            SocketEvent::Disconnected(_) => self.connected,
+            _ => false,
+        }
+    }
+
     /// Reacts to what the monitor reported since the last look: a dialing socket whose peer went
     /// away is renewed.
     async fn notice_disconnects(&mut self) {
-        if self.binds {
-            return;
-        }
         let mut lost = false;
         while let Ok(event) = self.events.try_recv() {
-            lost |= matches!(event, SocketEvent::Disconnected(_));
+            lost |= self.note(&event);
         }
-        if lost && self.connected {
+        if lost {
             self.peer_went_away().await;
+        }
+    }
+
+    /// Takes in one event of the monitor, renewing a dialing socket that lost its peer.
+    async fn take(&mut self, event: &SocketEvent) {
+        if self.note(event) {
+            self.peer_went_away().await;
+        }
+    }
+
+    /// Waits for the next event of the monitor and takes it in.
+    async fn watch(&mut self) {
+        match self.events.next().await {
+            Some(event) => self.take(&event).await,
+            // The monitor is gone with its socket: nothing more will come.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Waits until the socket has a peer: a dialing one connects, a bound one waits for a peer
+    /// to dial in.
+    async fn reach(&mut self) {
+        if !self.binds {
+            let _ = self.ensure_connected(None).await;
+            return;
+        }
+        self.notice_disconnects().await;
+        while self.peers == 0 {
+            self.watch().await;
         }
     }
 
@@ -302,15 +351,20 @@ impl<S: ClientSocket> Supervised<S> {
         }
         let mut pause = Duration::from_millis(20);
         loop {
-            let failure =
-                match timeout(CONNECT_ATTEMPT * 2, self.socket.connect(&self.address)).await {
-                    Ok(Ok(())) => {
-                        self.connected = true;
-                        return Ok(());
-                    }
-                    Ok(Err(err)) => fault(err),
-                    Err(_) => "the peer did not complete the handshake".into(),
-                };
+            // An attempt ends by the deadline; a cut-short one leaves a socket that is renewed.
+            let attempt = deadline.map_or(CONNECT_ATTEMPT * 2, |deadline| {
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(CONNECT_ATTEMPT * 2)
+            });
+            let failure = match timeout(attempt, self.socket.connect(&self.address)).await {
+                Ok(Ok(())) => {
+                    self.connected = true;
+                    return Ok(());
+                }
+                Ok(Err(err)) => fault(err),
+                Err(_) => "the peer did not complete the handshake".into(),
+            };
             if deadline.is_some_and(|deadline| Instant::now() + pause >= deadline) {
                 return Err(ZmqError::Connect {
                     endpoint: self.address.clone(),
@@ -329,6 +383,7 @@ impl<S: ClientSocket> Supervised<S> {
     async fn wait_for_peer(&mut self, deadline: Instant) {
         let _ = tokio::time::timeout_at(deadline, async {
             while let Some(event) = self.events.next().await {
+                self.note(&event);
                 if matches!(event, SocketEvent::Accepted(..)) {
                     return;
                 }
@@ -429,20 +484,17 @@ impl Reader {
             tokio::select! {
                 received = this.socket.recv() => match received {
                     Ok(message) => return message.into_vec(),
-                    // A broken frame or a reset connection: the client drops that peer.
+                    // A broken frame or a reset connection: the client drops that peer (on a
+                    // bound socket, the monitor's report of it is counted).
                     Err(err) => {
-                        this.monitor.count_peer_lost();
                         tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
                         if !this.binds {
+                            this.monitor.count_peer_lost();
                             this.renew().await;
                         }
                     }
                 },
-                Some(event) = this.events.next(), if !this.binds => {
-                    if matches!(event, SocketEvent::Disconnected(_)) {
-                        this.peer_went_away().await;
-                    }
-                }
+                Some(event) = this.events.next() => this.take(&event).await,
             }
         }
     }
@@ -482,6 +534,16 @@ impl Writer {
         self.0.send(frames, patience).await
     }
 
+    /// Waits until the socket has a peer again.
+    pub(crate) async fn reach(&mut self) {
+        self.0.reach().await;
+    }
+
+    /// Waits for the next report of the socket's monitor and takes it in.
+    pub(crate) async fn watch(&mut self) {
+        self.0.watch().await;
+    }
+
     /// Closes the socket and all its connections.
     pub(crate) async fn close(self) {
         self.0.close().await;
@@ -514,9 +576,8 @@ impl Duplex {
         self,
         inbound: mpsc::Sender<Received>,
         mut shutdown: watch::Receiver<bool>,
-        patience: Duration,
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
-        let (sender, mut outbound) = DuplexSender::channel();
+        let (sender, mut outbound) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         let task = async move {
             // One received message waits here while the handler side is full; the socket keeps
@@ -532,8 +593,16 @@ impl Duplex {
                 tokio::select! {
                     biased;
                     () = stopped(&mut shutdown) => break,
-                    Some((frames, done)) = outbound.recv() => {
-                        let sent = Self::send(&mut this, frames, patience).await;
+                    Some((frames, deadline, done)) = outbound.recv() => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        let sent = if left.is_zero() {
+                            Err(ZmqError::Send {
+                                endpoint: this.address.clone(),
+                                source: "its deadline passed before its turn came".into(),
+                            })
+                        } else {
+                            this.send(frames, left).await
+                        };
                         let _ = done.send(sent);
                     }
                     permit = inbound.reserve(), if pending.is_some() => match permit {
@@ -546,30 +615,18 @@ impl Duplex {
                     received = this.socket.recv(), if pending.is_none() => match received {
                         Ok(message) => pending = Some(message.into_vec()),
                         Err(err) => {
-                            this.monitor.count_peer_lost();
-                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
+                            tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
                             if !this.binds {
+                                this.monitor.count_peer_lost();
                                 this.renew().await;
                             }
                         }
                     },
-                    Some(event) = this.events.next(), if !this.binds => {
-                        if matches!(event, SocketEvent::Disconnected(_)) {
-                            this.peer_went_away().await;
-                        }
-                    }
+                    Some(event) = this.events.next() => this.take(&event).await,
                 }
             }
             this.close().await;
         };
         (sender, task)
-    }
-
-    async fn send(
-        this: &mut Supervised<DuplexSocket>,
-        frames: Frames,
-        patience: Duration,
-    ) -> Result<(), ZmqError> {
-        this.send(frames, patience).await
     }
 }

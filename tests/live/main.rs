@@ -10,3 +10,4 @@ mod queue_settlement;
 mod queue_wire;
 mod requester;
 mod rpc;
+mod unreachable;
