@@ -114,6 +114,14 @@ async fn a_fanout_hands_a_batch_handler_its_messages_in_batches() {
             .all(|s| s.retry_count.is_some_and(|size| (1..=8).contains(&size))),
         "{seen:?}"
     );
+    // Sixteen ticks sent back to back, with 200 ms to fill a batch: batches of one would be a
+    // handler called per message.
+    assert!(
+        seen.iter()
+            .filter(|s| s.id >= 1)
+            .any(|s| s.retry_count > Some(1)),
+        "nothing was batched: {seen:?}"
+    );
     running.shutdown().await.unwrap();
     hub.shutdown().await.unwrap();
 }

@@ -1,11 +1,16 @@
-//! DESIGN.md section 1 on real sockets: what each handler outcome becomes on a `ZmqQueue`.
+//! The README's settlement table on real sockets: what each handler outcome becomes on a
+//! `ZmqQueue`, a test for each row.
 
-use std::{convert::Infallible, time::Duration};
+use std::{
+    convert::Infallible,
+    time::{Duration, Instant},
+};
 
 use ruststream_zmq::prelude::*;
 
 use crate::support::{
-    AppState, Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, logged, work,
+    AppState, Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, log_lines,
+    logged, work,
 };
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
@@ -66,6 +71,28 @@ macro_rules! start_bound {
     }};
 }
 
+/// Waits until the runtime has warned `count` times that a settlement of the subscription `name`
+/// answered `AckError::Unsupported`, and fails if it warned more often.
+async fn answered_unsupported(name: &str, count: usize) {
+    let subscription = format!("subscription={name} ");
+    let parts = [
+        "ack / nack failed",
+        subscription.as_str(),
+        "acknowledgement is not supported by this broker",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while log_lines(&parts).len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "{name}: fewer than {count} settlements answered Unsupported: {:#?}",
+            log_lines(&parts)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let answers = log_lines(&parts);
+    assert_eq!(answers.len(), count, "{name}: {answers:#?}");
+}
+
 /// The service's publisher sent nothing: no copy of any delivery left it.
 fn no_copies(monitor: &ZmqMonitor) {
     assert_eq!(monitor.sent(), 0, "a copy was published");
@@ -87,7 +114,8 @@ async fn an_ack_is_answered_unsupported_and_the_message_is_done() {
         "a first delivery carries no retry count"
     );
     no_copies(&monitor);
-    logged(&["ack-payments", "acknowledgement is not supported"]).await;
+    // Both acks answered Unsupported, and the runtime said so for each, naming the subscription.
+    answered_unsupported("ack-payments", 2).await;
     running.shutdown().await.unwrap();
 }
 
@@ -102,6 +130,8 @@ async fn a_drop_is_answered_unsupported_and_the_message_is_gone() {
         .await;
     assert_eq!(journal.of("work", 1).len(), 1);
     no_copies(&monitor);
+    // The drop's nack(false) and the sentinel's ack: two settlements, each answered Unsupported.
+    answered_unsupported("drop-payments", 2).await;
     running.shutdown().await.unwrap();
 }
 
@@ -143,14 +173,15 @@ async fn a_retry_under_max_attempts_is_a_copy_to_the_own_listener() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retry_under_a_dead_letter_is_a_copy() {
+async fn a_retry_or_retry_after_under_a_dead_letter_without_a_cap_goes_to_the_dead_letter_at_once()
+{
     let dead_port = free_port();
     let (calls, mut journal) = journal();
     let service = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = service.monitor();
     let dead_letters = ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}")));
-    // With a dead letter and no cap, every retry leaves for the dead-letter destination as a
-    // copy; the delivery is not handed to this subscription again.
+    // With a dead letter and no cap, every retry leaves for the dead-letter destination at once:
+    // no copy comes back to this subscription, and a delay asked for does not apply.
     let app = service!(calls, service, |b| {
         b.include(work.name("dl-only"))
             .dead_letter(format!("dl-only.dead@tcp://127.0.0.1:{dead_port}"));
@@ -161,13 +192,32 @@ async fn a_retry_under_a_dead_letter_is_a_copy() {
     let running = app.start().await.unwrap();
     let feeder = Feeder::dial(&monitor.bound_address().unwrap()).await;
     feeder.send("dl-only", 1, Plan::Retry { times: 1 }).await;
+    let delay = Duration::from_secs(10);
+    feeder
+        .send(
+            "dl-only",
+            2,
+            Plan::RetryAfter {
+                ms: 10_000,
+                times: 1,
+            },
+        )
+        .await;
     journal
-        .until("the copy at the dead-letter queue", |s| {
-            s.iter().any(|s| s.handler == "park")
+        .until("both at the dead-letter queue", |s| {
+            s.iter().filter(|s| s.handler == "park").count() == 2
         })
         .await;
-    assert_eq!(journal.of("work", 1).len(), 1);
-    assert_eq!(journal.of("park", 1)[0].retry_count, Some(1));
+    for id in [1, 2] {
+        assert_eq!(journal.of("work", id).len(), 1, "payment {id} came back");
+        assert_eq!(journal.of("park", id)[0].retry_count, Some(1));
+    }
+    let waited = journal.of("park", 2)[0].at - journal.of("work", 2)[0].at;
+    assert!(
+        waited < delay,
+        "the dead letter of a retry_after waited {waited:?}, the {delay:?} delay"
+    );
+    assert_eq!(monitor.sent(), 2, "one dead letter each, and nothing else");
     running.shutdown().await.unwrap();
 }
 

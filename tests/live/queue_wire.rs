@@ -7,7 +7,7 @@ use ruststream_zmq::prelude::*;
 use serde::Deserialize;
 use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
 
-use crate::support::{Calls, Journal, Payment, Plan, capture_logs, journal, logged};
+use crate::support::{Calls, Journal, Payment, Plan, capture_logs, journal, log_lines};
 
 #[derive(FromRef)]
 struct AppState {
@@ -100,6 +100,14 @@ async fn three_frames_two_frames_and_a_lone_frame_all_arrive() {
     running.shutdown().await.unwrap();
 }
 
+/// The refusal warnings logged so far for the subscription `name`, which no other test uses.
+fn refusal_warnings(name: &str) -> Vec<String> {
+    log_lines(&[
+        "refused a message from a peer",
+        &format!("subscription={name} "),
+    ])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives() {
     capture_logs();
@@ -145,13 +153,23 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
             })
             .await;
         assert_eq!(monitor.refused_by(rule), 1, "rule {rule}");
-        let line = logged(&["refusals", rule]).await;
-        assert!(
-            line.contains("WARN") && line.contains("refused a message from a peer"),
-            "{line}"
+        // The reader logs a refusal before it reads the next message, so by now the warning is
+        // written; one refusal, one warning, naming the subscription and the rule.
+        let warnings = refusal_warnings("refusals");
+        let of_this_rule: Vec<_> = warnings
+            .iter()
+            .filter(|line| line.contains(&format!("rule=\"{rule}\"")))
+            .collect();
+        assert_eq!(of_this_rule.len(), 1, "rule {rule}: {warnings:#?}");
+        assert!(of_this_rule[0].contains("WARN"), "{}", of_this_rule[0]);
+        assert_eq!(
+            warnings.len(),
+            index + 1,
+            "one warning for each refusal so far: {warnings:#?}"
         );
     }
     assert_eq!(monitor.refused(), 7);
+    assert_eq!(refusal_warnings("refusals").len(), 7);
     assert!(
         journal.seen.iter().all(|s| s.id >= 100),
         "a refused message reached the handler"
@@ -161,12 +179,17 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_of_100_000_header_lines_is_refused_before_any_header_map_is_built() {
+    capture_logs();
     let (running, monitor, mut peer, mut journal) = serve(
         "many-lines",
         WireLimits::default().max_header_bytes(4 << 20),
     )
     .await;
-    let headers = "k: v\n".repeat(100_000).into_bytes();
+    // Every line is also not UTF-8 and has no colon: a decode that read the text, or built the
+    // map line by line, before it counted the lines would refuse by `headers-utf8` or
+    // `header-colon`. Only the count taken before any of that answers `max-header-lines`, with
+    // every one of the 100,000 lines counted.
+    let headers = b"\xff no colon\n".repeat(100_000);
     let started = Instant::now();
     send(&mut peer, vec![b"many-lines".to_vec(), headers, payment(1)]).await;
     send(&mut peer, vec![b"many-lines".to_vec(), payment(2)]).await;
@@ -178,6 +201,15 @@ async fn a_frame_of_100_000_header_lines_is_refused_before_any_header_map_is_bui
         started.elapsed()
     );
     assert_eq!(monitor.refused_by("max-header-lines"), 1);
+    assert_eq!(monitor.refused(), 1, "refused by another rule as well");
+    let warnings = refusal_warnings("many-lines");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].contains("rule=\"max-header-lines\"")
+            && warnings[0].contains("a headers frame of 100000 lines, over the limit of 128"),
+        "{}",
+        warnings[0]
+    );
     assert!(journal.of("work", 1).is_empty());
     running.shutdown().await.unwrap();
 }

@@ -143,6 +143,14 @@ impl Journal {
         &self.seen
     }
 
+    /// Takes in every call reported so far, without waiting; answers all seen.
+    pub fn arrived(&mut self) -> &[Seen] {
+        while let Ok(seen) = self.rx.try_recv() {
+            self.seen.push(seen);
+        }
+        &self.seen
+    }
+
     /// The calls of `handler` for payment `id`.
     pub fn of(&self, handler: &str, id: u64) -> Vec<&Seen> {
         self.seen
@@ -242,6 +250,15 @@ impl Write for SharedWriter {
 /// Starts capturing logs; call first in a test that asserts on them.
 pub fn capture_logs() {
     let _ = logs();
+}
+
+/// Every log line written so far that contains each of `parts`.
+pub fn log_lines(parts: &[&str]) -> Vec<String> {
+    String::from_utf8_lossy(&logs().lock().unwrap())
+        .lines()
+        .filter(|line| parts.iter().all(|p| line.contains(p)))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Waits until a log line contains every one of `parts`; answers that line.
