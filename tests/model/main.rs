@@ -1,8 +1,9 @@
-//! Settlement as a checked model (issue 6): a model of the seeds' tables, and properties that hold
-//! the crate's pure decisions and its real brokers to it.
+//! Settlement as a checked model (issue 6): a model of the transport's settlement and routing
+//! rules, and properties that hold the crate's pure decisions and its real brokers to it.
 //!
-//! - `model`: what becomes of a delivery, from DESIGN.md section 1 alone;
-//! - `routing_props`: where a publish leaves and what is refused (`ruststream_zmq::routing`);
+//! - `model`: what becomes of a delivery and where a publish leaves, from the rules alone;
+//! - `routing_props`: `route`, `route_responder` and `dead_letter_fate`
+//!   (`ruststream_zmq::routing`) against the model, for every declaration combination;
 //! - `wire_props`: the wire format reads back what it writes and survives any frames;
 //! - `live_props`: random settlement plans on the real queue, fan-out and responder, bound and
 //!   dialing, over loopback, against the model.
