@@ -999,7 +999,9 @@ fn every_declaration_settles_as_the_model_says(pattern: Pattern, side: ModelSide
             run(case)
         });
         if let Err(err) = result {
-            failures.push(format!("{declaration:?}: {err}"));
+            failures.push(format!(
+                "{declaration:?}, with the fixed plans and random ones: {err}"
+            ));
         }
     }
     assert!(
