@@ -1,7 +1,10 @@
 //! The in-process mode refuses what the sockets refuse, with the same errors: `TestApp` runs the
 //! production app and meets the same refusals as the live service.
 
-use ruststream::testing::TestApp;
+use ruststream::{
+    runtime::{Router, RouterDef},
+    testing::TestApp,
+};
 use ruststream_zmq::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +38,42 @@ fn dialing_without_destination() -> impl App {
     )
 }
 
+#[subscriber("routed")]
+async fn routed(job: &Job) -> HandlerOutcome {
+    let _ = job.id;
+    HandlerOutcome::retry()
+}
+
+/// A by-name registration in a `Router` chain that names no destination for its copies, on a
+/// broker whose subscriptions cannot address their own copies: a dialing queue, a responder (on
+/// either side). It compiles (a name says nothing about where copies go), and the service refuses
+/// it when it starts.
+fn queue_routes() -> impl RouterDef<ZmqQueue<Dialing>> {
+    Router::<ZmqQueue<Dialing>>::new().include(routed)
+}
+
+fn responder_routes() -> impl RouterDef<ZmqRpc<Bound>> {
+    Router::<ZmqRpc<Bound>>::new().include(routed)
+}
+
+fn dialing_queue_router_without_destination() -> impl App {
+    RustStream::new(AppInfo::new("jobs", "0.1.0")).with_broker(
+        ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:1")),
+        |b| {
+            b.include_router(queue_routes());
+        },
+    )
+}
+
+fn responder_router_without_destination() -> impl App {
+    RustStream::new(AppInfo::new("jobs", "0.1.0")).with_broker(
+        ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")),
+        |b| {
+            b.include_router(responder_routes());
+        },
+    )
+}
+
 /// The errors `app` fails to start with, in process and then on the sockets.
 async fn refusals<A: App>(app: impl Fn() -> A) -> [String; 2] {
     let in_process = TestApp::start(app())
@@ -60,6 +99,19 @@ async fn a_dialing_registration_with_no_destination_is_refused_in_process_as_on_
     for err in refusals(dialing_without_destination).await {
         assert!(
             err.contains("nowhere") && err.contains("NamedCopies"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_by_name_registration_in_a_router_chain_naming_no_destination_compiles_and_is_refused_at_startup()
+ {
+    let queue = refusals(dialing_queue_router_without_destination).await;
+    let responder = refusals(responder_router_without_destination).await;
+    for err in queue.into_iter().chain(responder) {
+        assert!(
+            err.contains("routed") && err.contains("NamedCopies"),
             "{err}"
         );
     }

@@ -18,14 +18,18 @@
 //! A fan-out peer sends warm-ups until the subscription hears it (the slow joiner), and only then
 //! the plans; a warm-up is acked and publishes nothing.
 //!
-//! Each case starts its own service on fresh ports and shuts it down. The number of cases per
-//! pattern is `RUSTSTREAM_ZMQ_PROPTEST_CASES` (8 by default); `RUSTSTREAM_ZMQ_MODEL_TRACE=1` prints
-//! each case with the journeys the model expected (run with `--nocapture`).
+//! Every declaration combination runs every time, in a fixed order, one test per pattern and
+//! side: the mount site's form, the cap (none, 1 to 4) and the dead letter (none, another queue,
+//! a bare name where the model and the broker agree on it). Each runs fixed plans that reach its
+//! copies, cap and dead letter, and random plans besides: `RUSTSTREAM_ZMQ_PROPTEST_CASES` sets how
+//! many sets of random plans per declaration (1 by default). Each case starts its own service on
+//! fresh ports and shuts it down. `RUSTSTREAM_ZMQ_MODEL_TRACE=1` prints each case with the
+//! journeys the model expected (run with `--nocapture`).
 //!
 //! A bound queue's own-endpoint dead letter is named `payments.dead`, never the subscription's
 //! own name: `.dead_letter("payments")` on the bound queue `payments` is refused when the service
-//! starts (`ZmqError::DeadLetterIsTheSubscription`), while the model, after the seeds, lets the
-//! registration run and has the publisher refuse each dead letter.
+//! starts (`ZmqError::DeadLetterIsTheSubscription`), while the model lets the registration run and
+//! has the publisher refuse each dead letter.
 //!
 //! A bare dead-letter name off a dialing queue or fan-out is not drawn here: the model has no way
 //! out for it, the broker dials the peer that only sends with it (see
@@ -252,62 +256,83 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// A bare dead-letter name through the own endpoint, where the model and the broker agree on its
-/// fate: refused on a bound queue, under or outside the prefix of a bound fan-out, no way out of
-/// a responder.
-fn own_endpoint_dead_letter(pattern: Pattern, side: ModelSide, pick: u8) -> Option<&'static str> {
+/// The bare dead-letter names through the own endpoint where the model and the broker agree on
+/// their fate: refused on a bound queue, under or outside the prefix of a bound fan-out, no way
+/// out of a responder. A dialing queue's or fan-out's is tested on its own (see the module docs).
+fn own_endpoint_dead_letters(pattern: Pattern, side: ModelSide) -> &'static [&'static str] {
     match (pattern, side) {
-        (Pattern::Queue, ModelSide::Bound) | (Pattern::Responder, _) => Some(DEAD_QUEUE),
-        (Pattern::Fanout, ModelSide::Bound) => {
-            Some(["payments.dead", "payments", "parcels.dead"][usize::from(pick % 3)])
-        }
-        (Pattern::Queue | Pattern::Fanout, ModelSide::Dialing) => None,
+        (Pattern::Queue, ModelSide::Bound) | (Pattern::Responder, _) => &[DEAD_QUEUE],
+        (Pattern::Fanout, ModelSide::Bound) => &["payments.dead", "payments", "parcels.dead"],
+        (Pattern::Queue | Pattern::Fanout, ModelSide::Dialing) => &[],
     }
 }
 
-fn case(pattern: Pattern) -> impl Strategy<Value = Case> {
-    let side = prop_oneof![Just(ModelSide::Bound), Just(ModelSide::Dialing)];
-    (
-        side,
-        0..3u8,
-        proptest::option::of(1..=4u32),
-        0..3u8,
-        any::<u8>(),
-        vec(vec(step(), 0..=5), 1..=3),
-    )
-        .prop_map(
-            move |(side, form, max_attempts, dead_letter, pick, plans)| {
-                let needs_a_place = side == ModelSide::Dialing || pattern == Pattern::Responder;
-                let form = match (needs_a_place, form) {
-                    (true, 0) => Form::OutRetryStep,
-                    (true, _) => Form::FrameworkTo,
-                    // A bound queue or fan-out: mostly its own listener, and sometimes the
-                    // framework's `.to(..)`, which the model says overrides it.
-                    (false, 0) => Form::FrameworkTo,
-                    (false, _) => Form::OwnListener,
-                };
-                let own = own_endpoint_dead_letter(pattern, side, pick);
-                Case {
+/// Every declaration of `pattern` on `side`, each once, in a fixed order: the mount site's form,
+/// the cap (none, or 1 to 4 attempts) and the dead letter (none, another queue, or each bare name
+/// above). The plans are left empty for the caller.
+fn every_declaration(pattern: Pattern, side: ModelSide) -> Vec<Case> {
+    let needs_a_place = side == ModelSide::Dialing || pattern == Pattern::Responder;
+    // A subscription that cannot address its copies names a place, by the crate's step or the
+    // framework's `.to(..)`; a bound queue or fan-out sends them to its own listener, or to the
+    // place the framework's `.to(..)` names, which the model says overrides it.
+    let forms = if needs_a_place {
+        [Form::OutRetryStep, Form::FrameworkTo]
+    } else {
+        [Form::OwnListener, Form::FrameworkTo]
+    };
+    let dead_letters: Vec<DeadLetterCase> = [DeadLetterCase::None, DeadLetterCase::AnotherQueue]
+        .into_iter()
+        .chain(
+            own_endpoint_dead_letters(pattern, side)
+                .iter()
+                .map(|name| DeadLetterCase::OwnEndpoint(name)),
+        )
+        .collect();
+    let mut cases = Vec::new();
+    for form in forms {
+        for max_attempts in [None, Some(1), Some(2), Some(3), Some(4)] {
+            for &dead_letter in &dead_letters {
+                cases.push(Case {
                     pattern,
                     side,
                     form,
                     max_attempts,
-                    dead_letter: match (dead_letter, own) {
-                        (0, _) => DeadLetterCase::None,
-                        (2, Some(name)) => DeadLetterCase::OwnEndpoint(name),
-                        _ => DeadLetterCase::AnotherQueue,
-                    },
-                    plans,
-                }
-            },
-        )
+                    dead_letter,
+                    plans: Vec::new(),
+                });
+            }
+        }
+    }
+    cases
 }
 
+/// Plans every declaration runs, so that each reaches its copies, its cap and its dead letter
+/// every time: delayed copies then plain retries past the highest cap, and a plain retry first
+/// (gone at once under no declaration) then a delayed copy and an ack.
+fn fixed_plans() -> Vec<Vec<Step>> {
+    vec![
+        vec![
+            Step::RetryAfter { ms: 20 },
+            Step::RetryAfter { ms: 0 },
+            Step::Retry,
+            Step::Retry,
+            Step::Retry,
+        ],
+        vec![Step::Retry, Step::RetryAfter { ms: 5 }, Step::Ack],
+    ]
+}
+
+/// Random plans added to the fixed ones: one to three payments of up to five steps.
+fn random_plans() -> impl Strategy<Value = Vec<Vec<Step>>> {
+    vec(vec(step(), 0..=5), 1..=3)
+}
+
+/// How many sets of random plans each declaration runs (1 by default).
 fn live_cases() -> u32 {
     std::env::var("RUSTSTREAM_ZMQ_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(8)
+        .unwrap_or(1)
 }
 
 #[path = "../common/ports.rs"]
@@ -955,30 +980,90 @@ fn run(case: Case) -> Result<(), TestCaseError> {
     runtime.block_on(check(case))
 }
 
-proptest! {
-    // A failing case is shrunk for at most a minute: each try starts a service.
-    #![proptest_config(ProptestConfig {
-        cases: live_cases(),
-        max_shrink_time: 60_000,
-        ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn the_real_queue_settles_random_plans_as_the_model_says(case in case(Pattern::Queue)) {
-        run(case)?;
+/// Runs every declaration of `pattern` on `side` against the model, each with the fixed plans and
+/// random ones; a failing declaration's random plans are shrunk for at most a minute (each try
+/// starts a service). Every declaration runs, and the failures are reported together.
+fn every_declaration_settles_as_the_model_says(pattern: Pattern, side: ModelSide) {
+    let declarations = every_declaration(pattern, side);
+    let mut failures = Vec::new();
+    for declaration in &declarations {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: live_cases(),
+            max_shrink_time: 60_000,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        });
+        let result = runner.run(&random_plans(), |random| {
+            let mut case = declaration.clone();
+            case.plans = fixed_plans().into_iter().chain(random).collect();
+            run(case)
+        });
+        if let Err(err) = result {
+            failures.push(format!(
+                "{declaration:?}, with the fixed plans and random ones: {err}"
+            ));
+        }
     }
+    assert!(
+        failures.is_empty(),
+        "{} of {} declarations of a {side:?} {pattern:?} did not settle as the model says:\n{}",
+        failures.len(),
+        declarations.len(),
+        failures.join("\n")
+    );
+}
 
-    #[test]
-    fn the_real_fanout_settles_random_plans_as_the_model_says(case in case(Pattern::Fanout)) {
-        run(case)?;
-    }
+#[test]
+fn the_real_bound_queue_settles_every_declaration_as_the_model_says() {
+    every_declaration_settles_as_the_model_says(Pattern::Queue, ModelSide::Bound);
+}
 
-    #[test]
-    fn the_real_responder_settles_random_plans_as_the_model_says(
-        case in case(Pattern::Responder),
-    ) {
-        run(case)?;
-    }
+#[test]
+fn the_real_dialing_queue_settles_every_declaration_as_the_model_says() {
+    every_declaration_settles_as_the_model_says(Pattern::Queue, ModelSide::Dialing);
+}
+
+#[test]
+fn the_real_bound_fanout_settles_every_declaration_as_the_model_says() {
+    every_declaration_settles_as_the_model_says(Pattern::Fanout, ModelSide::Bound);
+}
+
+#[test]
+fn the_real_dialing_fanout_settles_every_declaration_as_the_model_says() {
+    every_declaration_settles_as_the_model_says(Pattern::Fanout, ModelSide::Dialing);
+}
+
+#[test]
+fn the_real_bound_responder_settles_every_declaration_as_the_model_says() {
+    every_declaration_settles_as_the_model_says(Pattern::Responder, ModelSide::Bound);
+}
+
+#[test]
+fn the_real_dialing_responder_settles_every_declaration_as_the_model_says() {
+    every_declaration_settles_as_the_model_says(Pattern::Responder, ModelSide::Dialing);
+}
+
+#[test]
+fn the_declarations_are_every_combination_once() {
+    // Form x cap x dead letter: 2 x 5 x (2 + the bare names each side can take).
+    let counts: Vec<usize> = [
+        (Pattern::Queue, ModelSide::Bound),
+        (Pattern::Queue, ModelSide::Dialing),
+        (Pattern::Fanout, ModelSide::Bound),
+        (Pattern::Fanout, ModelSide::Dialing),
+        (Pattern::Responder, ModelSide::Bound),
+        (Pattern::Responder, ModelSide::Dialing),
+    ]
+    .into_iter()
+    .map(|(pattern, side)| {
+        let all = every_declaration(pattern, side);
+        let distinct: std::collections::BTreeSet<String> =
+            all.iter().map(|case| format!("{case:?}")).collect();
+        assert_eq!(distinct.len(), all.len(), "{pattern:?} {side:?}");
+        all.len()
+    })
+    .collect();
+    assert_eq!(counts, [30, 20, 50, 20, 30, 30]);
 }
 
 /// A bare dead-letter name off a dialing queue or fan-out has no way out (the model's `NoWayOut`;

@@ -1,13 +1,15 @@
-//! Settlement as a checked model (issue 6): a model of the seeds' tables, and properties that hold
-//! the crate's pure decisions and its real brokers to it.
+//! Settlement as a checked model (issue 6): a model of the transport's settlement and routing
+//! rules, and properties that hold the crate's pure decisions and its real brokers to it.
 //!
-//! - `model`: what becomes of a delivery, from DESIGN.md section 1 alone;
-//! - `routing_props`: where a publish leaves and what is refused (`ruststream_zmq::routing`);
+//! - `model`: what becomes of a delivery and where a publish leaves, from the rules alone;
+//! - `routing_props`: `route`, `route_responder` and `dead_letter_fate`
+//!   (`ruststream_zmq::routing`) against the model, for every declaration combination;
 //! - `wire_props`: the wire format reads back what it writes and survives any frames;
-//! - `live_props`: random settlement plans on the real queue, fan-out and responder, bound and
-//!   dialing, over loopback, against the model.
+//! - `live_props`: every declaration of the real queue, fan-out and responder, bound and
+//!   dialing, over loopback, with fixed and random settlement plans, against the model.
 //!
-//! `RUSTSTREAM_ZMQ_PROPTEST_CASES` sets the number of live cases per pattern (8 by default);
+//! `RUSTSTREAM_ZMQ_PROPTEST_CASES` sets how many sets of random plans each live declaration runs
+//! (1 by default; every declaration combination runs every time);
 //! `RUSTSTREAM_ZMQ_MODEL_TRACE=1` prints each live case with the journeys the model expected.
 
 mod live_props;

@@ -1,9 +1,21 @@
-//! A model of settlement and copy routing, written from the seeds' tables (DESIGN.md section 1)
-//! and the framework's documented arithmetic, without reading the crate.
+//! A model of settlement and copy routing, written down as plain rules without reading the
+//! crate's code.
 //!
 //! One function, [`settle`], answers what becomes of one delivery: which registration it arrived
 //! on, which attempt it is (the `x-ruststream-retry-count` header it carries) and what the handler
-//! returned. Everything the other tests check against comes from here.
+//! returned. [`route_of`] and [`responder_route_of`] answer where one publish leaves. Everything
+//! the other tests check against comes from here.
+//!
+//! The transport's rules the model uses:
+//! - a bound queue or fan-out addresses its own copies: they go back to its own listener;
+//! - a dialing subscription reads from a peer that only sends, and a responder's socket answers
+//!   only the requesters it heard from: neither can address a copy, so the mount site must name a
+//!   place for them (`name@endpoint`), and a bare name has no way out;
+//! - a publish that lands on a listener of this process must be that listener's own (a queue:
+//!   its name; a fan-out: a name under its prefix), or the publisher refuses it as a loop;
+//! - a dead letter into a bound queue's own endpoint would come back to that subscription: the
+//!   publisher refuses it, whatever its name; on a bound fan-out, a dead-letter name under the
+//!   subscription's prefix arrives back at it, and any other is refused.
 //!
 //! The framework's facts the model uses:
 //! - the attempt is the header plus one; a delivery without the header is attempt 1;
@@ -146,7 +158,7 @@ impl Registration {
     }
 
     /// Whether this subscription has no address for its copies, so the mount site must name
-    /// one: it dials a peer that only sends, or it is a responder (section 1, second table).
+    /// one: it dials a peer that only sends, or it is a responder.
     pub fn copies_need_a_named_place(&self) -> bool {
         self.side == Side::Dialing || self.pattern == Pattern::Responder
     }
@@ -209,15 +221,18 @@ fn copy_target(reg: &Registration) -> Result<Option<Place>, Output> {
         (_, Definition::Typed, true) => Err(Output::DoesNotCompile),
         (RetryDestination::FrameworkTo(place), _, _) => Ok(Some(place.clone())),
         (RetryDestination::Unnamed | RetryDestination::FrameworkWithoutTo, _, false) => Ok(None),
-        // DESIGN.md: "a router chain without it does not compile". (The crate meets this for the
-        // typed builder and for `.out_retry(Publish)` without `.to(..)`; a by-name registration
-        // that names nothing at all still compiles in a router chain and is refused at startup.)
-        (RetryDestination::Unnamed | RetryDestination::FrameworkWithoutTo, _, true) => {
-            Err(match reg.mount {
-                Mount::RouterChain => Output::DoesNotCompile,
-                Mount::Scope => Output::RefusedAtStartup,
-            })
-        }
+        // A by-name registration that names no place compiles wherever it is mounted, a router
+        // chain included, and the service refuses it when it starts (see
+        // `a_by_name_registration_in_a_router_chain_naming_no_destination_compiles_and_is_refused_at_startup`
+        // in tests/conformance/test_app.rs).
+        (RetryDestination::Unnamed, Definition::ByName, true) => Err(Output::RefusedAtStartup),
+        // The framework's `.out_retry(Publish)` without `.to(..)` is refused at compile time in a
+        // router chain (ui-tests/framework_out_retry_without_to_on_a_dialing_queue.rs) and when
+        // the service starts in a broker scope.
+        (RetryDestination::FrameworkWithoutTo, Definition::ByName, true) => Err(match reg.mount {
+            Mount::RouterChain => Output::DoesNotCompile,
+            Mount::Scope => Output::RefusedAtStartup,
+        }),
     }
 }
 
@@ -233,17 +248,26 @@ enum Leaving {
     DeadLetter,
 }
 
+/// Whether the listener of `subscription`, of `pattern`, takes a message named `name` as one of
+/// its own: a queue's (PULL) reads everything, so only its own name belongs there; a fan-out's
+/// (SUB) reads the names under its prefix.
+fn listener_takes(pattern: Pattern, subscription: &str, name: &str) -> bool {
+    match pattern {
+        Pattern::Fanout => name.starts_with(subscription),
+        Pattern::Queue | Pattern::Responder => name == subscription,
+    }
+}
+
 /// Whether a message named `name` sent through the own endpoint may land on this subscription.
 ///
-/// A copy may: under the subscription's own name (a fan-out: its prefix) it is the next attempt.
-/// A dead letter may only on a fan-out, under its prefix (section 1: "on a bound fan-out, a
-/// dead-letter name under the subscription's prefix arrives back at it"); on a queue "a dead
-/// letter would come back to that subscription: the publisher refuses it", whatever its name.
+/// A copy may when the listener takes it as its own: it is the next attempt. A dead letter may
+/// only on a fan-out, under its prefix: it arrives back at the subscription. On a queue a dead
+/// letter would come back to the subscription it left: the publisher refuses it, whatever its
+/// name.
 fn admitted_by_own_listener(reg: &Registration, name: &str, leaving: Leaving) -> bool {
     match (reg.pattern, leaving) {
-        (Pattern::Fanout, _) => name.starts_with(&reg.subscription),
-        (Pattern::Queue | Pattern::Responder, Leaving::Copy) => name == reg.subscription,
         (Pattern::Queue | Pattern::Responder, Leaving::DeadLetter) => false,
+        _ => listener_takes(reg.pattern, &reg.subscription, name),
     }
 }
 
@@ -318,9 +342,167 @@ pub fn settle(reg: &Registration, retry_count: Option<u32>, outcome: Outcome) ->
     }
 }
 
+/// A queue's or fan-out's own endpoint, as a publish through it sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// [`Pattern::Queue`] or [`Pattern::Fanout`]; a responder's publishes follow
+    /// [`responder_route_of`].
+    pub pattern: Pattern,
+    pub side: Side,
+    /// The address as configured.
+    pub address: String,
+    /// On a bound endpoint: the subscription of this process listening there, and the address it
+    /// listens on (its port resolved). A dialing endpoint has none.
+    pub listener: Option<(String, String)>,
+    /// On a dialing endpoint: the subscription of this process that reads from the peer there.
+    /// A bound endpoint's peers dial in, so it means nothing there.
+    pub reader: Option<String>,
+}
+
+/// Where one publish leaves, or why it is refused.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Route {
+    /// Through a socket of the broker's pattern dialing this address: the own listener, or the
+    /// own endpoint of a dialing broker.
+    Dial(String),
+    /// Through a socket of the broker's pattern listening on this address, for peers that dial in.
+    Bind(String),
+    /// Through a PUSH dialing a queue at this address: the publish named the endpoint.
+    QueueAt(String),
+    /// Refused: it would land on the listener of `subscription` at `listener` under a name that
+    /// listener does not take as its own.
+    LoopBack {
+        name: String,
+        subscription: String,
+        listener: String,
+    },
+    /// Refused at once: a bare name toward the peer at `address`, which `reader` reads from and
+    /// which only sends.
+    PeerOnlySends {
+        name: String,
+        reader: String,
+        address: String,
+    },
+}
+
+/// Where a publish named `name` leaves `endpoint`, through the endpoint `named` after `@` if the
+/// destination names one.
+///
+/// - It lands on this process's listener when the endpoint is bound with one and the destination
+///   names no endpoint, or names the configured address or the listener's own: the listener must
+///   take the name as its own, or the publish is refused as a loop.
+/// - Otherwise a named endpoint is a queue there.
+/// - A bare name leaves through the own endpoint: bound, by listening there; dialing, by dialing
+///   the peer, unless a subscription of this process reads from that peer, which then only sends.
+pub fn route_of(endpoint: &Endpoint, name: &str, named: Option<&str>) -> Route {
+    assert_ne!(
+        endpoint.pattern,
+        Pattern::Responder,
+        "a responder routes by `responder_route_of`"
+    );
+    let listener = match endpoint.side {
+        Side::Bound => endpoint.listener.as_ref(),
+        Side::Dialing => None,
+    };
+    if let Some((subscription, at)) = listener {
+        let lands = named.is_none_or(|named| named == at || named == endpoint.address);
+        if lands {
+            return if listener_takes(endpoint.pattern, subscription, name) {
+                Route::Dial(at.clone())
+            } else {
+                Route::LoopBack {
+                    name: name.to_owned(),
+                    subscription: subscription.clone(),
+                    listener: at.clone(),
+                }
+            };
+        }
+    }
+    match (named, endpoint.side, &endpoint.reader) {
+        (Some(named), _, _) => Route::QueueAt(named.to_owned()),
+        (None, Side::Bound, _) => Route::Bind(endpoint.address.clone()),
+        (None, Side::Dialing, Some(reader)) => Route::PeerOnlySends {
+            name: name.to_owned(),
+            reader: reader.clone(),
+            address: endpoint.address.clone(),
+        },
+        (None, Side::Dialing, None) => Route::Dial(endpoint.address.clone()),
+    }
+}
+
+/// A destination a responder's publisher is given, as its parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponderDestination<'a> {
+    /// `zmq-reply:<identity>`: the identity, as written after the prefix.
+    Reply(&'a str),
+    /// `name`, or `name@endpoint`.
+    Named {
+        name: &'a str,
+        endpoint: Option<&'a str>,
+    },
+}
+
+/// Where a responder's publish goes, or why it cannot.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ResponderRoute {
+    /// An answer to the requester with this identity.
+    Reply(Vec<u8>),
+    /// A copy or dead letter named `name`, through a socket dialing `endpoint`.
+    Dial { name: String, endpoint: String },
+    /// Refused: the reply address names no identity (it must be 1 to 255 bytes, each written as
+    /// two hex digits).
+    BadReplyAddress,
+    /// Refused: a bare name, which the responder's socket cannot send to on either side (it
+    /// answers only requesters).
+    NoEndpoint,
+}
+
+/// Where a responder's publish to `destination` goes. Neither the side nor any subscription
+/// changes it: the responder's socket only answers the identities requests carry.
+pub fn responder_route_of(destination: ResponderDestination<'_>) -> ResponderRoute {
+    match destination {
+        ResponderDestination::Reply(hex) => {
+            let digits: Option<Vec<u8>> = hex
+                .chars()
+                .map(|c| c.to_digit(16).and_then(|d| u8::try_from(d).ok()))
+                .collect();
+            match digits {
+                Some(digits)
+                    if !digits.is_empty() && digits.len() % 2 == 0 && digits.len() <= 510 =>
+                {
+                    ResponderRoute::Reply(digits.chunks(2).map(|p| p[0] * 16 + p[1]).collect())
+                }
+                _ => ResponderRoute::BadReplyAddress,
+            }
+        }
+        ResponderDestination::Named {
+            name,
+            endpoint: Some(endpoint),
+        } => ResponderRoute::Dial {
+            name: name.to_owned(),
+            endpoint: endpoint.to_owned(),
+        },
+        ResponderDestination::Named { endpoint: None, .. } => ResponderRoute::NoEndpoint,
+    }
+}
+
+/// What becomes of the dead letter of a `pattern` subscription on `side`, declared as `place`:
+/// [`settle`] for a delivery at its cap, with the copies sent to a place the mount site names so
+/// that every side runs.
+pub fn dead_letter_end(pattern: Pattern, side: Side, subscription: &str, place: Place) -> Output {
+    let mut reg = Registration::queue(side, subscription)
+        .max_attempts(1)
+        .dead_letter(place)
+        .retry_to(RetryDestination::FrameworkTo(Place::Elsewhere(
+            "payments.retry@tcp://127.0.0.1:5556".to_owned(),
+        )));
+    reg.pattern = pattern;
+    settle(&reg, None, Outcome::Retry)
+}
+
 #[cfg(test)]
 mod tests {
-    //! The seeds' rows, one test each: the model is checked against the tables before anything
+    //! The rules, one test each: the model is checked against them before anything
     //! is checked against the model.
 
     use super::*;
@@ -538,20 +720,29 @@ mod tests {
             let mut reg = Registration::queue(side, "quotes");
             reg.pattern = Pattern::Responder;
             assert_eq!(registration_verdict(&reg), Some(Output::RefusedAtStartup));
+            // By name, in a router chain too: it compiles and is refused at startup.
             assert_eq!(
-                registration_verdict(&reg.mount(Mount::RouterChain)),
-                Some(Output::DoesNotCompile)
+                registration_verdict(&reg.clone().mount(Mount::RouterChain)),
+                Some(Output::RefusedAtStartup)
             );
+            for mount in [Mount::Scope, Mount::RouterChain] {
+                let typed = reg.clone().definition(Definition::Typed).mount(mount);
+                assert_eq!(registration_verdict(&typed), Some(Output::DoesNotCompile));
+            }
         }
     }
 
     #[test]
-    fn a_dialing_registration_naming_no_place_is_refused_at_startup_or_does_not_compile() {
+    fn a_dialing_registration_naming_no_place_is_refused_at_startup_unless_its_form_does_not_compile()
+     {
         let by_name = Registration::queue(Side::Dialing, "payments");
-        assert_eq!(
-            settle(&by_name, None, Outcome::Ack),
-            Output::RefusedAtStartup
-        );
+        for mount in [Mount::Scope, Mount::RouterChain] {
+            assert_eq!(
+                settle(&by_name.clone().mount(mount), None, Outcome::Ack),
+                Output::RefusedAtStartup,
+                "{mount:?}"
+            );
+        }
         assert_eq!(
             settle(
                 &by_name
@@ -586,5 +777,79 @@ mod tests {
         // The framework's own form overrides the own listener and compiles.
         let reg = bound().retry_to(RetryDestination::FrameworkTo(elsewhere()));
         assert_eq!(registration_verdict(&reg), None);
+    }
+
+    fn endpoint(side: Side, listener: Option<&str>, reader: Option<&str>) -> Endpoint {
+        Endpoint {
+            pattern: Pattern::Queue,
+            side,
+            address: "tcp://0.0.0.0:0".into(),
+            listener: listener.map(|s| (s.to_owned(), "tcp://0.0.0.0:5555".to_owned())),
+            reader: reader.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_bare_name_toward_a_peer_this_process_reads_from_is_refused_and_a_named_endpoint_is_not() {
+        let dialing = endpoint(Side::Dialing, None, Some("payments"));
+        assert!(matches!(
+            route_of(&dialing, "payments.dead", None),
+            Route::PeerOnlySends { .. }
+        ));
+        assert_eq!(
+            route_of(&dialing, "payments.dead", Some("tcp://127.0.0.1:6000")),
+            Route::QueueAt("tcp://127.0.0.1:6000".into())
+        );
+        assert_eq!(
+            route_of(&endpoint(Side::Dialing, None, None), "jobs", None),
+            Route::Dial("tcp://0.0.0.0:0".into())
+        );
+    }
+
+    #[test]
+    fn a_publish_onto_the_own_listener_must_be_its_own() {
+        let bound = endpoint(Side::Bound, Some("payments"), None);
+        assert_eq!(
+            route_of(&bound, "payments", None),
+            Route::Dial("tcp://0.0.0.0:5555".into())
+        );
+        for named in [None, Some("tcp://0.0.0.0:5555"), Some("tcp://0.0.0.0:0")] {
+            assert!(matches!(
+                route_of(&bound, "payments.dead", named),
+                Route::LoopBack { .. }
+            ));
+        }
+        let mut fanout = bound.clone();
+        fanout.pattern = Pattern::Fanout;
+        assert_eq!(
+            route_of(&fanout, "payments.dead", None),
+            Route::Dial("tcp://0.0.0.0:5555".into())
+        );
+        assert_eq!(
+            route_of(&endpoint(Side::Bound, None, None), "jobs", None),
+            Route::Bind("tcp://0.0.0.0:0".into())
+        );
+    }
+
+    #[test]
+    fn a_responder_answers_identities_and_sends_elsewhere_only_to_named_endpoints() {
+        assert_eq!(
+            responder_route_of(ResponderDestination::Reply("0a0B")),
+            ResponderRoute::Reply(vec![10, 11])
+        );
+        for bad in ["", "0", "zz", "+a", "\u{e9}0"] {
+            assert_eq!(
+                responder_route_of(ResponderDestination::Reply(bad)),
+                ResponderRoute::BadReplyAddress,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            responder_route_of(ResponderDestination::Named {
+                name: "quotes",
+                endpoint: None
+            }),
+            ResponderRoute::NoEndpoint
+        );
     }
 }

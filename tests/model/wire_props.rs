@@ -9,9 +9,9 @@ use ruststream_zmq::{
     wire::{Refusal, decode, encode},
 };
 
-/// The publisher's rules for a header, from DESIGN.md section 3: no CR or LF in a name or value,
-/// no `:` in a name, no leading or trailing white space; and a name is not empty, a value is
-/// UTF-8 (the lines are UTF-8 text).
+/// The publisher's rules for a header: no CR or LF in a name or value, no `:` in a name, no
+/// leading or trailing white space; and a name is not empty, a value is UTF-8 (the lines are
+/// UTF-8 text).
 fn header_is_writable(name: &str, value: &[u8]) -> bool {
     let Ok(value) = std::str::from_utf8(value) else {
         return false;
@@ -78,6 +78,17 @@ fn any_frames() -> impl Strategy<Value = Vec<Vec<u8>>> {
         2 => b'a'..=b'z',
     ];
     vec(vec(byte, 0..40), 0..6)
+}
+
+/// The lines of a headers frame as the reader counts them against
+/// [`WireLimits::max_header_lines`]: every `\n` ends a line, and a last line needs no terminator,
+/// so a frame that does not end in `\n` has one more; a terminated last line opens no new one.
+/// An empty frame has no lines. (`"a"` and `"a\n"` are one line each, `"\n"` is one empty line,
+/// `"a\nb"` and `"a\nb\n"` are two.)
+fn header_lines(frame: &[u8]) -> usize {
+    let newlines = frame.iter().filter(|&&b| b == b'\n').count();
+    let unterminated = !frame.is_empty() && !frame.ends_with(b"\n");
+    newlines + usize::from(unterminated)
 }
 
 fn frames_of(raw: &[Vec<u8>]) -> Vec<Bytes> {
@@ -158,15 +169,21 @@ proptest! {
                 } else {
                     prop_assert_eq!(inbound.name.as_bytes(), &frames[0][..]);
                 }
-                if frames.len() == 3 && !frames[1].is_empty() {
+                if frames.len() == 3 {
                     let headers = &frames[1];
                     prop_assert!(headers.len() <= limits.header_bytes());
-                    let lines = headers.iter().filter(|&&b| b == b'\n').count() + 1;
-                    prop_assert!(lines <= limits.header_lines());
+                    let lines = header_lines(headers);
+                    prop_assert!(lines <= limits.header_lines(), "{} lines accepted", lines);
                     prop_assert!(inbound.headers.len() <= lines);
                 }
             }
             Err(refusal) => {
+                if let Refusal::TooManyHeaderLines { lines, limit } = &refusal {
+                    prop_assert_eq!(frames.len(), 3);
+                    prop_assert_eq!(*lines, header_lines(&frames[1]));
+                    prop_assert_eq!(*limit, limits.header_lines());
+                    prop_assert!(lines > limit);
+                }
                 // The checks that need no parsing come first, in this order.
                 if frames.len() > limits.frames() {
                     prop_assert_eq!(
@@ -178,12 +195,52 @@ proptest! {
                         refusal,
                         Refusal::MessageTooLarge { bytes: total, limit: limits.message_bytes() }
                     );
+                } else if frames.len() == 3
+                    && frames[1].len() <= limits.header_bytes()
+                    && header_lines(&frames[1]) > limits.header_lines()
+                {
+                    // The headers are read first: their size, then their lines.
+                    prop_assert_eq!(
+                        refusal,
+                        Refusal::TooManyHeaderLines {
+                            lines: header_lines(&frames[1]),
+                            limit: limits.header_lines(),
+                        }
+                    );
                 } else {
                     prop_assert!(!refusal.rule().is_empty());
                     prop_assert!(!refusal.to_string().is_empty());
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_reader_takes_exactly_as_many_header_lines_as_the_limit_allows(
+        blank_or_header in vec(prop_oneof![1 => Just(None), 3 => "[a-z]{1,6}: [a-z0-9]{1,6}".prop_map(Some)], 0..7),
+        last in "[a-z]{1,6}: [a-z0-9]{1,6}",
+        terminated in any::<bool>(),
+        crlf in any::<bool>(),
+    ) {
+        // `n` lines, the last one not blank, so the frame spells exactly `n` whether or not the
+        // last one is terminated.
+        let mut lines: Vec<String> = blank_or_header.into_iter().map(Option::unwrap_or_default).collect();
+        lines.push(last);
+        let n = lines.len();
+        let sep = if crlf { "\r\n" } else { "\n" };
+        let mut text = lines.join(sep);
+        if terminated {
+            text.push_str(sep);
+        }
+        prop_assert_eq!(header_lines(text.as_bytes()), n);
+        let frames = frames_of(&[b"payments".to_vec(), text.into_bytes(), b"body".to_vec()]);
+        let at_limit = WireLimits::default().max_header_lines(n);
+        prop_assert!(decode(&frames, &at_limit, None).is_ok(), "{} lines within a limit of {}", n, n);
+        let under = WireLimits::default().max_header_lines(n - 1);
+        prop_assert_eq!(
+            decode(&frames, &under, None),
+            Err(Refusal::TooManyHeaderLines { lines: n, limit: n - 1 })
+        );
     }
 
     #[test]
@@ -208,5 +265,40 @@ proptest! {
         prop_assert!(named.headers.is_empty());
         prop_assert_eq!(&named.payload[..], &payload[..]);
         prop_assert_eq!(decode(&frames, &WireLimits::default(), None), Err(Refusal::LoneFrame));
+    }
+}
+
+/// Found by the property above when its line count added one for a trailing newline: a headers
+/// frame of one empty, terminated line is one line, within a limit of one.
+#[test]
+fn a_terminated_last_header_line_opens_no_new_line() {
+    let frames = frames_of(&[Vec::new(), b"\n".to_vec(), Vec::new()]);
+    assert_eq!(header_lines(&frames[1]), 1);
+    let limits = WireLimits::default().max_header_lines(1);
+    let inbound = decode(&frames, &limits, None).expect("one line within a limit of one");
+    assert!(inbound.headers.is_empty());
+    assert!(inbound.payload.is_empty());
+    let cases: [(&[u8], usize); 6] = [
+        (b"a: 1", 1),
+        (b"a: 1\n", 1),
+        (b"a: 1\r\n", 1),
+        (b"a: 1\nb: 2", 2),
+        (b"a: 1\nb: 2\n", 2),
+        (b"\n\n", 2),
+    ];
+    for (headers, lines) in cases {
+        assert_eq!(header_lines(headers), lines, "{headers:?}");
+        let frames = frames_of(&[b"payments".to_vec(), headers.to_vec(), Vec::new()]);
+        let at_limit = WireLimits::default().max_header_lines(lines);
+        assert!(decode(&frames, &at_limit, None).is_ok(), "{headers:?}");
+        let under = WireLimits::default().max_header_lines(lines - 1);
+        assert_eq!(
+            decode(&frames, &under, None),
+            Err(Refusal::TooManyHeaderLines {
+                lines,
+                limit: lines - 1
+            }),
+            "{headers:?}"
+        );
     }
 }
