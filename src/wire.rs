@@ -342,6 +342,10 @@ pub fn parse_reply_address(address: &str) -> Result<Vec<u8>, ZmqError> {
             "the identity must be 1 to 255 bytes written as pairs of hex digits",
         ));
     }
+    // `from_str_radix` would take a sign (`+a` as 0x0a); only hex digits name an identity.
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(invalid("the identity is not hex"));
+    }
     (0..hex.len())
         .step_by(2)
         .map(|at| u8::from_str_radix(&hex[at..at + 2], 16))

@@ -373,8 +373,8 @@ fn route_decides_as_the_model_for_every_declaration_and_destination() {
 /// The reply addresses and destinations a responder is given: identities well and badly
 /// written, and names with and without an endpoint.
 fn every_responder_destination() -> Vec<(String, ResponderDestination<'static>)> {
-    const IDENTITIES: [&str; 11] = [
-        "0a0b", "0A0B", "00", "ff00ff", "", "0", "abc", "zz", "0g", "\u{e9}0", " a",
+    const IDENTITIES: [&str; 12] = [
+        "0a0b", "0A0B", "00", "ff00ff", "", "0", "abc", "zz", "0g", "\u{e9}0", " a", "+a",
     ];
     let mut destinations: Vec<(String, ResponderDestination<'static>)> = IDENTITIES
         .iter()
@@ -428,7 +428,6 @@ fn route_responder_decides_as_the_model_on_either_side_for_every_destination() {
 }
 
 #[test]
-#[ignore = "bug: parse_reply_address reads `+a` as the byte 0x0a (u8::from_str_radix takes a sign)"]
 fn a_reply_address_with_a_sign_is_not_hex() {
     assert_eq!(
         model::responder_route_of(ResponderDestination::Reply("+a")),
