@@ -144,7 +144,9 @@ impl RequestChannel {
             id,
             request,
         };
-        self.sender.send(frames, deadline).await?;
+        self.sender
+            .send_within_callers_wait(frames, deadline)
+            .await?;
         answer.await.map_err(|_| ZmqError::ShutDown {
             what: "a requester",
         })

@@ -299,12 +299,17 @@ impl Sending {
         }
     }
 
-    /// Waits for, and takes in, the next report on the socket's peers.
-    async fn watch(&mut self) {
+    /// Whether the socket has a monitor to look at (the bus has none).
+    fn has_monitor(&self) -> bool {
+        matches!(self, Self::Sockets(_))
+    }
+
+    /// Takes in what the socket's monitor reported since the last look.
+    async fn look(&mut self) {
         match self {
-            Self::Sockets(writer) => writer.watch().await,
+            Self::Sockets(writer) => writer.look().await,
             #[cfg(feature = "testing")]
-            Self::InProcess(_) => std::future::pending().await,
+            Self::InProcess(_) => {}
         }
     }
 
@@ -347,24 +352,34 @@ impl DuplexSender {
     /// Sends one message through the socket: it leaves, or fails naming why, by `deadline`.
     /// The socket's task drops a message whose deadline passed before its turn.
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        timeout_at(deadline, self.send_within_callers_wait(frames, deadline))
+            .await
+            .unwrap_or_else(|_| {
+                // The socket's task is busy connecting, or stuck in a send to a peer that
+                // stopped reading: from here the two look alike.
+                Err(ZmqError::Send {
+                    endpoint: self.endpoint.to_string(),
+                    source: "it did not leave by its deadline: no peer is connected, or the \
+                             peer is not reading"
+                        .into(),
+                })
+            })
+    }
+
+    /// As [`send`](Self::send), for a caller that bounds the wait itself (a request, whose
+    /// timeout covers sending and answering): one timer, not two.
+    pub(crate) async fn send_within_callers_wait(
+        &self,
+        frames: Frames,
+        deadline: Instant,
+    ) -> Result<(), ZmqError> {
         let gone = || ZmqError::ShutDown { what: "a socket" };
-        // The socket's task is busy connecting, or stuck in a send to a peer that stopped
-        // reading: from here the two look alike.
-        let not_left = || ZmqError::Send {
-            endpoint: self.endpoint.to_string(),
-            source: "it did not leave by its deadline: no peer is connected, or the peer is not \
-                     reading"
-                .into(),
-        };
         let (done, outcome) = oneshot::channel();
-        match timeout_at(deadline, self.tx.send((frames, deadline, done))).await {
-            Err(_) => return Err(not_left()),
-            Ok(sent) => sent.map_err(|_| gone())?,
-        }
-        match timeout_at(deadline, outcome).await {
-            Err(_) => Err(not_left()),
-            Ok(outcome) => outcome.map_err(|_| gone())?,
-        }
+        self.tx
+            .send((frames, deadline, done))
+            .await
+            .map_err(|_| gone())?;
+        outcome.await.map_err(|_| gone())?
     }
 }
 

@@ -14,8 +14,11 @@ use std::{
     time::Duration,
 };
 
+use std::task::Poll;
+
 use tokio::{
-    sync::{mpsc, oneshot},
+    runtime::Handle,
+    sync::{OwnedMutexGuard, mpsc, oneshot},
     task::JoinHandle,
     time::{Instant, timeout, timeout_at},
 };
@@ -25,6 +28,12 @@ use crate::{error::ZmqError, wire::Frames};
 
 /// How many sends wait for a writer's task.
 const QUEUE: usize = 1_024;
+
+/// How often an idle writer's task looks at what its socket's monitor reported.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// The socket, shared between the task and a caller that finds it idle; `None` once closed.
+type Socket = Arc<tokio::sync::Mutex<Option<Sending>>>;
 
 /// How long closing waits for a writer's task to close its socket.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
@@ -144,10 +153,16 @@ impl Shared {
 }
 
 /// Sends through a socket's task; cheap to clone.
+///
+/// A caller on the socket's runtime that finds the socket idle and nothing queued sends
+/// inline; the send finishes there when the client takes the message at once (the usual case),
+/// and is otherwise handed to the runtime to finish, never dropped half way.
 #[derive(Clone)]
 pub(crate) struct Writer {
     jobs: mpsc::Sender<Job>,
     shared: Arc<Shared>,
+    socket: Socket,
+    runtime: Handle,
 }
 
 /// The task of a [`Writer`]: closing it closes the socket.
@@ -165,8 +180,20 @@ impl Writer {
             endpoint,
             reach: Mutex::default(),
         });
-        let task = tokio::spawn(run(socket, queue, Arc::clone(&shared), stopped));
-        (Self { jobs, shared }, WriterTask { stop, task })
+        let socket = Arc::new(tokio::sync::Mutex::new(Some(socket)));
+        let task = tokio::spawn(run(
+            Arc::clone(&socket),
+            queue,
+            Arc::clone(&shared),
+            stopped,
+        ));
+        let writer = Self {
+            jobs,
+            shared,
+            socket,
+            runtime: Handle::current(),
+        };
+        (writer, WriterTask { stop, task })
     }
 
     /// Sends one message: it leaves, or fails naming why, by `deadline`.
@@ -181,6 +208,23 @@ impl Writer {
         let gone = || ZmqError::ShutDown {
             what: "a publisher",
         };
+        let on_runtime = Handle::try_current().is_ok_and(|here| here.id() == self.runtime.id());
+        if on_runtime
+            && self.jobs.capacity() == QUEUE
+            && let Ok(socket) = Arc::clone(&self.socket).try_lock_owned()
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut sending = Box::pin(send_on(socket, frames, left, Arc::clone(&self.shared)));
+            if let Poll::Ready(sent) = futures::poll!(sending.as_mut()) {
+                return sent;
+            }
+            // It waits (for a connection, for room at the peer): the runtime finishes it.
+            let sending = self.runtime.spawn(sending);
+            return match timeout_at(deadline, sending).await {
+                Ok(sent) => sent.map_err(|_| gone())?,
+                Err(_) => Err(self.did_not_leave()),
+            };
+        }
         let Ok(permit) = timeout_at(deadline, self.jobs.reserve()).await else {
             let why = "the peer is not reading: the socket's queue stayed full until the \
                        deadline"
@@ -197,14 +241,17 @@ impl Writer {
         });
         match timeout_at(deadline, outcome).await {
             Ok(outcome) => outcome.map_err(|_| gone())?,
-            Err(_) => {
-                let why = "it did not leave by its deadline: no peer took it, or the peer is not \
-                           reading"
-                    .to_owned();
-                self.shared.failed(why.clone());
-                Err(self.shared.not_sent(why))
-            }
+            Err(_) => Err(self.did_not_leave()),
         }
+    }
+
+    /// A send that did not leave by its deadline, while the socket was busy: the destination
+    /// fails from now on.
+    fn did_not_leave(&self) -> ZmqError {
+        let why = "it did not leave by its deadline: no peer took it, or the peer is not reading"
+            .to_owned();
+        self.shared.failed(why.clone());
+        self.shared.not_sent(why)
     }
 }
 
@@ -220,20 +267,47 @@ impl WriterTask {
     }
 }
 
-/// The task: sends each message before its deadline, one at a time, and while the destination
-/// fails, tries to reach it again.
+/// Sends one message on the socket, waiting up to `patience` for a peer, and notes the outcome.
+async fn send_on(
+    mut socket: OwnedMutexGuard<Option<Sending>>,
+    frames: Frames,
+    patience: Duration,
+    shared: Arc<Shared>,
+) -> Result<(), ZmqError> {
+    let Some(socket) = socket.as_mut() else {
+        return Err(ZmqError::ShutDown {
+            what: "a publisher",
+        });
+    };
+    let sent = socket.send(frames, patience).await;
+    match &sent {
+        Ok(()) => shared.reached(),
+        Err(err) => shared.failed(err.to_string()),
+    }
+    sent
+}
+
+/// The task: sends each queued message before its deadline, one at a time; while the
+/// destination fails, tries to reach it again; closes the socket at the end.
 async fn run(
-    mut socket: Sending,
+    socket: Socket,
     mut jobs: mpsc::Receiver<Job>,
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
 ) {
+    let looks = socket
+        .lock()
+        .await
+        .as_ref()
+        .is_some_and(Sending::has_monitor);
     loop {
         if shared.reach().is_failing() {
+            let mut held = Arc::clone(&socket).lock_owned().await;
+            let Some(sending) = held.as_mut() else { break };
             tokio::select! {
                 biased;
                 _ = &mut stop => break,
-                () = socket.reach() => shared.reached(),
+                () = sending.reach() => shared.reached(),
             }
             continue;
         }
@@ -244,7 +318,14 @@ async fn run(
                 Some(job) => job,
                 None => break,
             },
-            () = socket.watch() => continue,
+            () = tokio::time::sleep(LOOK_EVERY), if looks => {
+                if let Ok(mut held) = socket.try_lock()
+                    && let Some(sending) = held.as_mut()
+                {
+                    sending.look().await;
+                }
+                continue;
+            }
         };
         let left = job.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -253,16 +334,16 @@ async fn run(
             ));
             continue;
         }
-        let sent = socket.send(job.frames, left).await;
-        match &sent {
-            Ok(()) => shared.reached(),
-            Err(err) => shared.failed(err.to_string()),
-        }
+        let held = Arc::clone(&socket).lock_owned().await;
+        let sent = send_on(held, job.frames, left, Arc::clone(&shared)).await;
         let _ = job.done.send(sent);
     }
     // What is still queued fails with a shut-down error as its senders are dropped.
     drop(jobs);
-    socket.close().await;
+    let closing = socket.lock().await.take();
+    if let Some(sending) = closing {
+        sending.close().await;
+    }
 }
 
 #[cfg(test)]

@@ -539,9 +539,9 @@ impl Writer {
         self.0.reach().await;
     }
 
-    /// Waits for the next report of the socket's monitor and takes it in.
-    pub(crate) async fn watch(&mut self) {
-        self.0.watch().await;
+    /// Takes in what the socket's monitor reported since the last look.
+    pub(crate) async fn look(&mut self) {
+        self.0.notice_disconnects().await;
     }
 
     /// Closes the socket and all its connections.
