@@ -21,6 +21,7 @@ use crate::{
     monitor::ZmqMonitor,
     pattern::PatternFacts,
     publish::{ZmqPublish, ZmqPublisher},
+    routing::LocalHost,
     settings::Settings,
     transport::Transport,
     wire::WireLimits,
@@ -135,7 +136,11 @@ pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S>;
 
 impl<P: Pattern, S: Side> ZmqBroker<P, S> {
     /// The connected form over `transport`: checks the endpoint, opens nothing yet.
-    pub(crate) fn connect_on(self, transport: Transport) -> Result<ConnectedZmq<P, S>, ZmqError> {
+    pub(crate) fn connect_on(
+        self,
+        transport: Transport,
+        host: LocalHost,
+    ) -> Result<ConnectedZmq<P, S>, ZmqError> {
         let endpoint = self.endpoint.checked()?.to_owned();
         let connection = Connection::new(
             transport,
@@ -144,6 +149,7 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
             P::FACTS,
             self.settings,
             self.monitor,
+            host,
         );
         Ok(ConnectedZmq {
             connection,
@@ -241,7 +247,7 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
         let sockets = Transport::sockets(self.monitor.clone());
-        self.connect_on(sockets)
+        self.connect_on(sockets, LocalHost::discover().await)
     }
 }
 
@@ -289,7 +295,7 @@ impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
         name: &str,
         declaration: &ruststream::RetryDeclaration,
     ) -> Result<(), ruststream::DeclareRetryError> {
-        P::FACTS.check_dead_letter(S::BINDS, name, declaration)
+        P::FACTS.check_dead_letter(name, declaration, &self.connection.listening())
     }
 }
 

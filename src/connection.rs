@@ -19,10 +19,11 @@ use crate::{
     intake::{FrameSource, Inbox, Intake, PROBE_TOPIC, Reading, ReplyBook, inbox, pump},
     monitor::ZmqMonitor,
     outbound::Outbound,
-    pattern::PatternFacts,
+    pattern::{Listening, PatternFacts},
     requests::RequestChannel,
     routing::{
-        Destination, Listener, OwnEndpoint, ResponderTarget, Target, route, route_responder,
+        Destination, Listener, LocalHost, OwnEndpoint, ResponderTarget, Target, route,
+        route_responder,
     },
     settings::Settings,
     transport::{CLOSE_WAIT, Transport},
@@ -57,6 +58,8 @@ pub(crate) struct Connection {
     outbound: Outbound,
     replies: Arc<ReplyBook>,
     requests: OnceCell<RequestChannel>,
+    /// This host, for the loop-back rule.
+    host: LocalHost,
 }
 
 impl Connection {
@@ -68,6 +71,7 @@ impl Connection {
         facts: PatternFacts,
         settings: Settings,
         monitor: ZmqMonitor,
+        host: LocalHost,
     ) -> Arc<Self> {
         let outbound = Outbound::new(
             transport.clone(),
@@ -88,6 +92,7 @@ impl Connection {
             outbound,
             replies: Arc::default(),
             requests: OnceCell::new(),
+            host,
         })
     }
 
@@ -117,6 +122,15 @@ impl Connection {
 
     pub(crate) fn monitor(&self) -> &ZmqMonitor {
         &self.monitor
+    }
+
+    /// Where this broker listens, as a registration's dead letters are checked against it.
+    pub(crate) fn listening(&self) -> Listening<'_> {
+        Listening {
+            address: &self.endpoint,
+            binds: self.binds,
+            host: &self.host,
+        }
     }
 
     /// Fails with [`ZmqError::ShutDown`] naming `what` once the broker has shut down.
@@ -306,6 +320,7 @@ impl Connection {
             listener,
             admission: self.facts.admission,
             reader: held.dialing.as_deref(),
+            host: &self.host,
         };
         route(&own, destination)
     }

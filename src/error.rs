@@ -75,6 +75,21 @@ pub enum ZmqError {
         endpoint: String,
     },
 
+    /// A bound subscription's dead letters aimed at its own listener under another address.
+    #[error(
+        "the dead letters of subscription `{subscription}` go to `{dead_letter}`, which reaches the \
+         subscription's own listener `{listener}`, so they would come back to it; name an \
+         endpoint another process listens on (`name@tcp://host:port`)"
+    )]
+    DeadLetterIntoOwnListener {
+        /// The subscription.
+        subscription: String,
+        /// The dead-letter destination as declared.
+        dead_letter: String,
+        /// The address the subscription listens on, as configured.
+        listener: String,
+    },
+
     /// A bound queue's dead letter named like the subscription: its listener would take each one
     /// as one more retry copy, so the registration is refused at startup.
     #[error(

@@ -49,7 +49,7 @@
 //! Each module imports only modules listed above it, so the layers read from the bottom up:
 //!
 //! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side typestate),
-//!    `monitor` (live figures).
+//!    `host` (this host's names, for the loop-back rule), `monitor` (live figures).
 //! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
 //!    pattern's sockets and admission rules, as data), `settings`.
 //! 3. **Transport**: one type over the `zeromq` client's sockets (the only code that names the
@@ -66,13 +66,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-// In the order of the layers above: each imports only modules before it.
+// The layers are drawn in the crate docs above (rustfmt keeps these sorted by name).
 mod assertions;
 mod broker;
 mod connection;
 mod delivery;
 mod endpoint;
 mod error;
+mod host;
 mod intake;
 mod message;
 mod monitor;

@@ -8,8 +8,16 @@ use ruststream::{DeclareRetryError, RetryDeclaration};
 
 use crate::{
     error::ZmqError,
-    routing::{Admission, DeadLetterFate, dead_letter_fate},
+    routing::{Admission, DeadLetterFate, Destination, LocalHost, dead_letter_fate, reaches},
 };
+
+/// Where a broker listens, as a registration's dead letters are checked against it.
+pub(crate) struct Listening<'a> {
+    /// The endpoint as configured.
+    pub(crate) address: &'a str,
+    pub(crate) binds: bool,
+    pub(crate) host: &'a LocalHost,
+}
 
 /// The socket types this transport uses, one per pattern end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,13 +139,41 @@ impl PatternFacts {
     /// listener would take as one more retry copy.
     pub(crate) fn check_dead_letter(
         self,
-        binds: bool,
         subscription: &str,
         declaration: &RetryDeclaration,
+        listening: &Listening<'_>,
     ) -> Result<(), DeclareRetryError> {
         let Some(dead_letter) = declaration.dead_letter() else {
             return Ok(());
         };
+        let binds = listening.binds;
+        // An endpoint that reaches the own listener under any form (`0.0.0.0` and `127.0.0.1`, a
+        // host name) is no other place: the dead letter fares as its bare name would.
+        let into_own_listener = Destination::parse(dead_letter)
+            .ok()
+            .filter(|destination| {
+                binds
+                    && destination.endpoint.is_some_and(|endpoint| {
+                        reaches(listening.address, endpoint, listening.host)
+                    })
+            })
+            .map(|destination| destination.name);
+        let fate = dead_letter_fate(
+            self.admission,
+            binds,
+            self.answers_requests,
+            subscription,
+            into_own_listener.unwrap_or(dead_letter),
+        );
+        if into_own_listener.is_some() && fate != DeadLetterFate::ArrivesBack {
+            return Err(DeclareRetryError::Broker(Box::new(
+                ZmqError::DeadLetterIntoOwnListener {
+                    subscription: subscription.to_owned(),
+                    dead_letter: dead_letter.to_owned(),
+                    listener: listening.address.to_owned(),
+                },
+            )));
+        }
         let a_copy_by_name = self.admission == Admission::Exact && !self.answers_requests;
         if a_copy_by_name && binds && dead_letter == subscription {
             return Err(DeclareRetryError::Broker(Box::new(
@@ -146,13 +182,7 @@ impl PatternFacts {
                 },
             )));
         }
-        match dead_letter_fate(
-            self.admission,
-            binds,
-            self.answers_requests,
-            subscription,
-            dead_letter,
-        ) {
+        match fate {
             DeadLetterFate::LeavesElsewhere => {}
             DeadLetterFate::ArrivesBack => tracing::warn!(
                 subscription,

@@ -7,7 +7,10 @@
 //!
 //! Imports: the leaves (`error`, `wire`, `endpoint`); no I/O.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
 use crate::error::ZmqError;
+pub use crate::host::LocalHost;
 
 /// A destination as a publish names it: `name`, or `name@tcp://host:port` / `name@ipc://path`
 /// to leave through a socket dialing that endpoint.
@@ -98,6 +101,8 @@ pub struct OwnEndpoint<'a> {
     /// On a dialing endpoint: a subscription of this process that reads from the peer there,
     /// which then only sends.
     pub reader: Option<&'a str>,
+    /// This host, for telling whether a named endpoint is the own listener under another form.
+    pub host: &'a LocalHost,
 }
 
 /// The socket a publish leaves through.
@@ -133,7 +138,9 @@ impl Target {
 pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Target, ZmqError> {
     let lands_on_listener = own.listener.filter(|listener| match destination.endpoint {
         None => own.binds,
-        Some(endpoint) => endpoint == listener.address || endpoint == own.address,
+        Some(endpoint) => [listener.address, own.address]
+            .iter()
+            .any(|address| endpoint == *address || reaches(address, endpoint, own.host)),
     });
     if let Some(listener) = lands_on_listener {
         if !own
@@ -160,6 +167,90 @@ pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Tar
         None if own.binds => Target::Bind(own.address.to_owned()),
         None => Target::Dial(own.address.to_owned()),
     })
+}
+
+/// How a host part of a `tcp://` address names a machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostForm<'a> {
+    /// `*`, `0.0.0.0`, `::`: every address of this host.
+    Wildcard,
+    Ip(IpAddr),
+    Name(&'a str),
+}
+
+/// Splits `tcp://host:port` into its host form and port; `None` for anything else.
+fn tcp_parts(address: &str) -> Option<(HostForm<'_>, u16)> {
+    let rest = address.strip_prefix("tcp://")?;
+    let (host, port) = rest.rsplit_once(':')?;
+    let port = port.parse().ok()?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(host);
+    let form = match host.parse::<IpAddr>() {
+        _ if host == "*" => HostForm::Wildcard,
+        Ok(ip) if ip.is_unspecified() => HostForm::Wildcard,
+        // `::ffff:127.0.0.1` is 127.0.0.1.
+        Ok(IpAddr::V6(v6)) => HostForm::Ip(v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)),
+        Ok(ip) => HostForm::Ip(ip),
+        Err(_) => HostForm::Name(host),
+    };
+    Some((form, port))
+}
+
+/// The addresses a host form stands for on this host; empty for a name that is not this host's.
+fn addresses_of(form: HostForm<'_>, host: &LocalHost) -> Vec<IpAddr> {
+    match form {
+        HostForm::Wildcard => Vec::new(),
+        HostForm::Ip(ip) => vec![ip],
+        HostForm::Name(name) if name.eq_ignore_ascii_case("localhost") => {
+            vec![
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ]
+        }
+        HostForm::Name(name) if host.names.iter().any(|own| own.eq_ignore_ascii_case(name)) => {
+            host.addresses.clone()
+        }
+        HostForm::Name(_) => Vec::new(),
+    }
+}
+
+/// Whether an address belongs to this host: a loopback one, or one of its own.
+fn is_local(ip: IpAddr, host: &LocalHost) -> bool {
+    ip.is_loopback() || host.addresses.contains(&ip)
+}
+
+/// Whether a peer dialing `dialed` reaches the socket listening on `listening` in this
+/// process: the same `ipc://` path, or the same port and a host part that leads to it (a
+/// wildcard listener takes every local address; `localhost`, the host's own names and the
+/// IPv4-mapped forms are resolved; dialing the wildcard reaches a loopback listener). Port 0 is
+/// no listener yet, so it reaches nothing.
+#[must_use]
+pub fn reaches(listening: &str, dialed: &str, host: &LocalHost) -> bool {
+    if listening.starts_with("ipc://") || dialed.starts_with("ipc://") {
+        return listening == dialed;
+    }
+    let (Some((listening, port)), Some((dialed, dialed_port))) =
+        (tcp_parts(listening), tcp_parts(dialed))
+    else {
+        return false;
+    };
+    if port == 0 || port != dialed_port {
+        return false;
+    }
+    let dialed_ips = addresses_of(dialed, host);
+    match listening {
+        HostForm::Wildcard => {
+            dialed == HostForm::Wildcard || dialed_ips.iter().any(|&ip| is_local(ip, host))
+        }
+        form => {
+            let listening_ips = addresses_of(form, host);
+            let dials_the_wildcard =
+                dialed == HostForm::Wildcard && listening_ips.iter().any(|ip| ip.is_loopback());
+            dials_the_wildcard || dialed_ips.iter().any(|ip| listening_ips.contains(ip))
+        }
+    }
 }
 
 /// Where a responder's publisher sends: to a requester, or to a named place on another endpoint.
@@ -248,6 +339,59 @@ pub fn dead_letter_fate(
 mod tests {
     use super::*;
 
+    /// A host with no names of its own: only the loopback and wildcard forms reach it.
+    static NO_NAMES: LocalHost = LocalHost {
+        names: Vec::new(),
+        addresses: Vec::new(),
+    };
+
+    #[test]
+    fn a_listener_is_reached_through_every_form_of_its_address_and_port() {
+        let host = LocalHost {
+            names: vec!["pay-1".to_owned()],
+            addresses: vec!["10.1.2.3".parse().unwrap()],
+        };
+        let reached = [
+            ("tcp://0.0.0.0:5555", "tcp://127.0.0.1:5555"),
+            ("tcp://0.0.0.0:5555", "tcp://localhost:5555"),
+            ("tcp://0.0.0.0:5555", "tcp://PAY-1:5555"),
+            ("tcp://0.0.0.0:5555", "tcp://10.1.2.3:5555"),
+            ("tcp://*:5555", "tcp://[::1]:5555"),
+            ("tcp://[::]:5555", "tcp://127.0.0.2:5555"),
+            ("tcp://127.0.0.1:5555", "tcp://localhost:5555"),
+            ("tcp://127.0.0.1:5555", "tcp://[::ffff:127.0.0.1]:5555"),
+            ("tcp://127.0.0.1:5555", "tcp://0.0.0.0:5555"),
+            ("tcp://10.1.2.3:5555", "tcp://pay-1:5555"),
+            ("ipc:///tmp/a.sock", "ipc:///tmp/a.sock"),
+        ];
+        for (listening, dialed) in reached {
+            assert!(
+                reaches(listening, dialed, &host),
+                "{dialed} reaches {listening}"
+            );
+        }
+        let elsewhere = [
+            ("tcp://0.0.0.0:5555", "tcp://127.0.0.1:5556"),
+            ("tcp://0.0.0.0:5555", "tcp://10.9.9.9:5555"),
+            ("tcp://0.0.0.0:5555", "tcp://payments.example:5555"),
+            ("tcp://127.0.0.1:5555", "tcp://127.0.0.2:5555"),
+            ("tcp://10.1.2.3:5555", "tcp://127.0.0.1:5555"),
+            ("tcp://0.0.0.0:0", "tcp://127.0.0.1:0"),
+            ("ipc:///tmp/a.sock", "ipc:///tmp/b.sock"),
+            ("ipc:///tmp/a.sock", "tcp://127.0.0.1:5555"),
+        ];
+        for (listening, dialed) in elsewhere {
+            assert!(
+                !reaches(listening, dialed, &host),
+                "{dialed} does not reach {listening}"
+            );
+        }
+        assert!(
+            !reaches("tcp://0.0.0.0:5555", "tcp://pay-1:5555", &NO_NAMES),
+            "a name the host does not know as its own is another machine"
+        );
+    }
+
     fn bound_queue<'a>(listener: Option<Listener<'a>>) -> OwnEndpoint<'a> {
         OwnEndpoint {
             address: "tcp://0.0.0.0:0",
@@ -255,6 +399,7 @@ mod tests {
             listener,
             admission: Admission::Exact,
             reader: None,
+            host: &NO_NAMES,
         }
     }
 
@@ -266,6 +411,7 @@ mod tests {
             listener: None,
             admission: Admission::Exact,
             reader,
+            host: &NO_NAMES,
         }
     }
 

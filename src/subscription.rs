@@ -158,10 +158,10 @@ impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscriptio
 
     fn declare_retry_on(
         &self,
-        _connected: &ConnectedZmq<P, S>,
+        connected: &ConnectedZmq<P, S>,
         declaration: &RetryDeclaration,
     ) -> Result<(), DeclareRetryError> {
-        P::FACTS.check_dead_letter(S::BINDS, &self.name, declaration)
+        P::FACTS.check_dead_letter(&self.name, declaration, &connected.connection.listening())
     }
 }
 

@@ -14,14 +14,15 @@ use crate::{
     broker::{ConnectedZmq, FanoutKind, Pattern, QueueKind, RpcKind, ZmqBroker},
     endpoint::{Bound, Dialing, Side},
     error::ZmqError,
-    routing::{Destination, Target},
+    routing::{Destination, LocalHost, Target},
     transport::Transport,
 };
 
 impl<P: Pattern, S: Side> InProcess for ZmqBroker<P, S> {
     /// The production broker over the in-process bus: the same refusals, no sockets.
     async fn connect_in_process(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        self.connect_on(Transport::in_process())
+        // In process, only the loopback and wildcard forms of an address are this host's.
+        self.connect_on(Transport::in_process(), LocalHost::default())
     }
 }
 

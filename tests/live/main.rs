@@ -5,6 +5,7 @@ mod support;
 mod batches;
 mod dropped_broker;
 mod fanout;
+mod loop_back;
 mod queue_lifecycle;
 mod queue_settlement;
 mod queue_wire;

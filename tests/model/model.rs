@@ -405,7 +405,11 @@ pub fn route_of(endpoint: &Endpoint, name: &str, named: Option<&str>) -> Route {
         Side::Dialing => None,
     };
     if let Some((subscription, at)) = listener {
-        let lands = named.is_none_or(|named| named == at || named == endpoint.address);
+        let lands = named.is_none_or(|named| {
+            [at, &endpoint.address]
+                .iter()
+                .any(|address| named == *address || reaches(address, named))
+        });
         if lands {
             return if listener_takes(endpoint.pattern, subscription, name) {
                 Route::Dial(at.clone())
@@ -427,6 +431,68 @@ pub fn route_of(endpoint: &Endpoint, name: &str, named: Option<&str>) -> Route {
             address: endpoint.address.clone(),
         },
         (None, Side::Dialing, None) => Route::Dial(endpoint.address.clone()),
+    }
+}
+
+/// The host part of a `tcp://` address, as the loop-back rule reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum HostPart {
+    /// `*`, `0.0.0.0`, `::`: every address of the host.
+    Any,
+    Ip(std::net::IpAddr),
+    Localhost,
+    /// Any other name: not this host (the model's host has no names of its own).
+    Elsewhere,
+}
+
+fn host_part(address: &str) -> Option<(HostPart, u16)> {
+    let (host, port) = address.strip_prefix("tcp://")?.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let part = if host == "*" {
+        HostPart::Any
+    } else if host.eq_ignore_ascii_case("localhost") {
+        HostPart::Localhost
+    } else {
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) if ip.is_unspecified() => HostPart::Any,
+            Ok(std::net::IpAddr::V6(v6)) => HostPart::Ip(
+                v6.to_ipv4_mapped()
+                    .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+            ),
+            Ok(ip) => HostPart::Ip(ip),
+            Err(_) => HostPart::Elsewhere,
+        }
+    };
+    Some((part, port))
+}
+
+/// Whether a peer dialing `dialed` reaches a socket of this host listening at `listening`: the
+/// same `ipc://` path, or the same port (not 0) where a wildcard listener takes any loopback
+/// form, `localhost` is 127.0.0.1 and ::1, and dialing the wildcard reaches a loopback listener.
+pub fn reaches(listening: &str, dialed: &str) -> bool {
+    if listening.starts_with("ipc://") || dialed.starts_with("ipc://") {
+        return listening == dialed;
+    }
+    let (Some((at, port)), Some((to, to_port))) = (host_part(listening), host_part(dialed)) else {
+        return false;
+    };
+    if port == 0 || port != to_port {
+        return false;
+    }
+    let loopback = |ip: std::net::IpAddr| ip.is_loopback();
+    let localhost = |ip: std::net::IpAddr| {
+        ip == std::net::IpAddr::from([127, 0, 0, 1]) || ip == std::net::Ipv6Addr::LOCALHOST
+    };
+    match (at, to) {
+        (HostPart::Any, HostPart::Any | HostPart::Localhost) => true,
+        (HostPart::Any, HostPart::Ip(ip)) => loopback(ip),
+        (HostPart::Ip(ip), HostPart::Ip(other)) => ip == other,
+        (HostPart::Ip(ip), HostPart::Localhost) => localhost(ip),
+        (HostPart::Ip(ip), HostPart::Any) => loopback(ip),
+        (HostPart::Localhost, HostPart::Ip(ip)) => localhost(ip),
+        (HostPart::Localhost, HostPart::Localhost | HostPart::Any) => true,
+        _ => false,
     }
 }
 

@@ -15,8 +15,8 @@ use proptest::prelude::*;
 use ruststream_zmq::{
     ZmqError,
     routing::{
-        Admission, DeadLetterFate, Destination, Listener, OwnEndpoint, ResponderTarget, Target,
-        dead_letter_fate, route, route_responder,
+        Admission, DeadLetterFate, Destination, Listener, LocalHost, OwnEndpoint, ResponderTarget,
+        Target, dead_letter_fate, reaches, route, route_responder,
     },
 };
 
@@ -82,6 +82,12 @@ fn destination_name() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A host with no names of its own.
+static NO_NAMES: LocalHost = LocalHost {
+    names: Vec::new(),
+    addresses: Vec::new(),
+};
+
 /// Plain values for an `OwnEndpoint` and a `Destination`, which borrow them.
 #[derive(Debug, Clone)]
 struct Case {
@@ -115,6 +121,8 @@ impl Case {
                 }),
             admission: self.admission(),
             reader: self.reader.as_deref(),
+            // The model knows no host names: only the loopback and wildcard forms are this host's.
+            host: &NO_NAMES,
         }
     }
 
@@ -760,4 +768,44 @@ proptest! {
             prop_assert!(Admission::Prefix.admits(&subscription, &name));
         }
     }
+}
+
+/// Every form of a listening address against every form of a dialed one, on every port: the
+/// crate's loop-back rule is the model's.
+#[test]
+fn whether_a_dialed_address_reaches_a_listener_is_the_models_for_every_form() {
+    const HOSTS: [&str; 10] = [
+        "0.0.0.0",
+        "*",
+        "[::]",
+        "127.0.0.1",
+        "127.0.0.2",
+        "localhost",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "10.0.0.1",
+        "payments.example",
+    ];
+    let addresses: Vec<String> = HOSTS
+        .iter()
+        .flat_map(|host| [0, 5555, 5556].map(|port| format!("tcp://{host}:{port}")))
+        .chain([
+            "ipc:///tmp/a.sock".to_owned(),
+            "ipc:///tmp/b.sock".to_owned(),
+        ])
+        .collect();
+    let mut reached = 0;
+    for listening in &addresses {
+        for dialed in &addresses {
+            let expected = model::reaches(listening, dialed);
+            assert_eq!(
+                reaches(listening, dialed, &NO_NAMES),
+                expected,
+                "dialing {dialed} toward a listener at {listening}"
+            );
+            reached += usize::from(expected);
+        }
+    }
+    // The wildcard and loopback forms of one port reach each other: far more than equal strings.
+    assert!(reached > addresses.len(), "{reached} pairs reach");
 }
