@@ -16,7 +16,7 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
-    intake::{FrameSource, Inbox, Intake, PROBE_TOPIC, Reading, ReplyBook, inbox, pump},
+    intake::{FrameSource, Inbox, Intake, PROBE_TOPIC, Reading, inbox, pump},
     monitor::ZmqMonitor,
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
@@ -56,7 +56,6 @@ pub(crate) struct Connection {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     held: Mutex<Held>,
     outbound: Outbound,
-    replies: Arc<ReplyBook>,
     requests: OnceCell<RequestChannel>,
     /// This host, for the loop-back rule.
     host: LocalHost,
@@ -90,7 +89,6 @@ impl Connection {
             tasks: Mutex::new(Vec::new()),
             held: Mutex::new(Held::default()),
             outbound,
-            replies: Arc::default(),
             requests: OnceCell::new(),
             host,
         })
@@ -203,9 +201,7 @@ impl Connection {
                 .await?;
             self.spawn(task);
             self.outbound.answer_through(sender);
-            let reading = Reading::Requests {
-                book: Arc::clone(&self.replies),
-            };
+            let reading = Reading::Requests;
             (FrameSource::Channel(frames_rx), address, reading)
         } else {
             let (reader, address) = if self.binds {
@@ -295,8 +291,7 @@ impl Connection {
                     .send(&Target::Queue(endpoint.to_owned()), frames, deadline)
                     .await
             }
-            ResponderTarget::Reply(identity) => {
-                let requester = self.replies.requester(identity.into());
+            ResponderTarget::Reply(requester) => {
                 let frames = wire::encode_reply(&requester, headers, payload)?;
                 self.outbound.answer(frames, destination, deadline).await
             }

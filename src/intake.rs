@@ -1,13 +1,10 @@
 //! Intake: reading a subscription's socket, decoding and refusing what peers send, and
-//! remembering how a responder answers each requester.
+//! stamping each request with the address its answer goes to.
 //!
 //! Imports: the leaves, `settings`, `transport` and `message`. Built from a transport reader (or
 //! a duplex socket's channel) and the settings; knows nothing of the connection above it.
 
-use std::{
-    collections::HashSet,
-    sync::{Arc, Mutex, PoisonError},
-};
+use std::sync::Arc;
 
 use futures::Stream;
 use ruststream::{Bytes, Str, Subscriber};
@@ -18,55 +15,15 @@ use crate::{
     message::ZmqMessage,
     monitor::ZmqMonitor,
     transport::{Reader, Received, stopped},
-    wire::{Requester, WireLimits, decode, decode_request},
+    wire::{WireLimits, decode, decode_request},
 };
 
 /// How many decoded messages wait between the socket and the handler before the reader stops
 /// reading (and the socket's own queue takes the pressure).
 const INBOX: usize = 256;
 
-/// How many identities a responder remembers as REQ peers (whose answers need the delimiter).
-const BOOK_CAP: usize = 65_536;
-
 /// The topic a bound fan-out's own publisher sends to learn that its listener hears it.
 pub(crate) const PROBE_TOPIC: &str = "\u{1}ruststream-zmq.probe";
-
-/// Which requesters sent the REQ delimiter, so their answers carry it back.
-#[derive(Debug, Default)]
-pub(crate) struct ReplyBook {
-    delimited: Mutex<HashSet<Bytes>>,
-}
-
-impl ReplyBook {
-    fn remember(&self, requester: Requester) {
-        let mut delimited = self
-            .delimited
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if requester.delimited {
-            // Bounded: identities change with every reconnect, and the book must not grow forever.
-            if delimited.len() >= BOOK_CAP {
-                delimited.clear();
-            }
-            delimited.insert(requester.identity);
-        } else {
-            delimited.remove(&requester.identity);
-        }
-    }
-
-    /// The requester an answer to `identity` goes to, with its delimiter if it sent one.
-    pub(crate) fn requester(&self, identity: Bytes) -> Requester {
-        let delimited = self
-            .delimited
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&identity);
-        Requester {
-            identity,
-            delimited,
-        }
-    }
-}
 
 /// The channel the reader task fills, as the framework reads a subscription.
 pub struct Inbox {
@@ -87,8 +44,8 @@ pub(crate) enum Reading {
     /// `[name][headers][payload]`; a lone frame is a payload (the queue) or refused (the
     /// fan-out, which filters on the name).
     OneWay { lone_frame_is_payload: bool },
-    /// A ROUTER's requests, whose senders the book remembers for the answers.
-    Requests { book: Arc<ReplyBook> },
+    /// A ROUTER's requests, each stamped with the reply address of its sender.
+    Requests,
 }
 
 /// What the reader task needs to know about its subscription.
@@ -122,11 +79,8 @@ impl Intake {
                 &self.limits,
                 lone_frame_is_payload.then_some(&self.subscription),
             ),
-            Reading::Requests { book } => decode_request(&frames, &self.limits, &self.subscription)
-                .map(|(requester, inbound)| {
-                    book.remember(requester);
-                    inbound
-                }),
+            Reading::Requests => decode_request(&frames, &self.limits, &self.subscription)
+                .map(|(_, inbound)| inbound),
         };
         match decoded {
             Ok(inbound) => Some(ZmqMessage::new(inbound, release)),

@@ -9,8 +9,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::error::ZmqError;
 pub use crate::host::LocalHost;
+use crate::{error::ZmqError, wire::Requester};
 
 /// A destination as a publish names it: `name`, or `name@tcp://host:port` / `name@ipc://path`
 /// to leave through a socket dialing that endpoint.
@@ -256,8 +256,8 @@ pub fn reaches(listening: &str, dialed: &str, host: &LocalHost) -> bool {
 /// Where a responder's publisher sends: to a requester, or to a named place on another endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResponderTarget<'a> {
-    /// An answer, to the peer with this identity.
-    Reply(Vec<u8>),
+    /// An answer, to this requester (its identity, and whether a REQ delimiter is due).
+    Reply(Requester),
     /// A copy or a dead letter, through a socket dialing this endpoint, named `name`.
     Dial {
         /// What frame 0 carries.
@@ -276,7 +276,7 @@ pub enum ResponderTarget<'a> {
 /// [`ZmqError::InvalidDestination`] for a destination that names no endpoint.
 pub fn route_responder(destination: &str) -> Result<ResponderTarget<'_>, ZmqError> {
     if destination.starts_with(crate::wire::REPLY_PREFIX) {
-        return crate::wire::parse_reply_address(destination).map(ResponderTarget::Reply);
+        return crate::wire::parse_requester(destination).map(ResponderTarget::Reply);
     }
     let parsed = Destination::parse(destination)?;
     match parsed.endpoint {
@@ -479,7 +479,17 @@ mod tests {
     fn a_responder_answers_identities_and_sends_copies_only_to_named_endpoints() {
         assert_eq!(
             route_responder("zmq-reply:0a0b").unwrap(),
-            ResponderTarget::Reply(vec![10, 11])
+            ResponderTarget::Reply(Requester {
+                identity: vec![10, 11].into(),
+                delimited: false
+            })
+        );
+        assert_eq!(
+            route_responder("zmq-reply:req:0a0b").unwrap(),
+            ResponderTarget::Reply(Requester {
+                identity: vec![10, 11].into(),
+                delimited: true
+            })
         );
         assert_eq!(
             route_responder("quotes.retry@tcp://127.0.0.1:7").unwrap(),

@@ -264,8 +264,11 @@ pub fn decode(
 pub const REPLY_TO: &str = "reply-to";
 /// The header that matches an answer to its request.
 pub const CORRELATION_ID: &str = "correlation-id";
-/// The prefix of a reply address: `zmq-reply:<hex of the peer's identity>`.
+/// The prefix of a reply address: `zmq-reply:<hex of the peer's identity>`, or
+/// `zmq-reply:req:<hex>` for a REQ peer, whose answer carries the empty delimiter back.
 pub const REPLY_PREFIX: &str = "zmq-reply:";
+/// What follows [`REPLY_PREFIX`] in the reply address of a REQ peer.
+pub const REQ_MARK: &str = "req:";
 /// The name an answer carries on frame 0.
 pub const REPLY_NAME: &str = "reply";
 
@@ -300,20 +303,37 @@ pub fn decode_request(
         body => (false, body),
     };
     let mut inbound = decode(body, limits, Some(lone_name))?;
-    inbound.headers.insert(REPLY_TO, reply_address(identity));
     let requester = Requester {
         identity: identity.clone(),
         delimited,
     };
+    inbound
+        .headers
+        .insert(REPLY_TO, reply_address_of(&requester));
     Ok((requester, inbound))
 }
 
-/// `zmq-reply:<hex of identity>`.
+/// `zmq-reply:<hex of identity>`: the reply address of a DEALER peer.
 #[must_use]
 pub fn reply_address(identity: &[u8]) -> String {
+    reply_address_of(&Requester {
+        identity: Bytes::copy_from_slice(identity),
+        delimited: false,
+    })
+}
+
+/// The reply address of `requester`: it carries all an answer needs (the identity, and whether
+/// the REQ delimiter is due), so a responder remembers nothing per requester.
+#[must_use]
+pub fn reply_address_of(requester: &Requester) -> String {
     use std::fmt::Write as _;
-    let mut address = String::with_capacity(REPLY_PREFIX.len() + identity.len() * 2);
+    let identity = &requester.identity;
+    let mut address =
+        String::with_capacity(REPLY_PREFIX.len() + REQ_MARK.len() + identity.len() * 2);
     address.push_str(REPLY_PREFIX);
+    if requester.delimited {
+        address.push_str(REQ_MARK);
+    }
     for byte in identity {
         let _ = write!(address, "{byte:02x}");
     }
@@ -324,16 +344,29 @@ pub fn reply_address(identity: &[u8]) -> String {
 ///
 /// # Errors
 ///
+/// As [`parse_requester`].
+pub fn parse_reply_address(address: &str) -> Result<Vec<u8>, ZmqError> {
+    parse_requester(address).map(|requester| requester.identity.to_vec())
+}
+
+/// The requester a reply address names: its identity, and whether it is a REQ peer.
+///
+/// # Errors
+///
 /// [`ZmqError::ReplyAddress`] naming the address: no `zmq-reply:` prefix, not ASCII, not hex, or
 /// empty.
-pub fn parse_reply_address(address: &str) -> Result<Vec<u8>, ZmqError> {
+pub fn parse_requester(address: &str) -> Result<Requester, ZmqError> {
     let invalid = |why: &'static str| ZmqError::ReplyAddress {
         address: address.to_owned(),
         why,
     };
-    let hex = address
+    let rest = address
         .strip_prefix(REPLY_PREFIX)
         .ok_or_else(|| invalid("it does not start with `zmq-reply:`"))?;
+    let (delimited, hex) = match rest.strip_prefix(REQ_MARK) {
+        Some(hex) => (true, hex),
+        None => (false, rest),
+    };
     if !hex.is_ascii() {
         return Err(invalid("the identity is not ASCII hex"));
     }
@@ -346,11 +379,15 @@ pub fn parse_reply_address(address: &str) -> Result<Vec<u8>, ZmqError> {
     if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(invalid("the identity is not hex"));
     }
-    (0..hex.len())
+    let identity = (0..hex.len())
         .step_by(2)
         .map(|at| u8::from_str_radix(&hex[at..at + 2], 16))
         .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| invalid("the identity is not hex"))
+        .map_err(|_| invalid("the identity is not hex"))?;
+    Ok(Requester {
+        identity: identity.into(),
+        delimited,
+    })
 }
 
 /// Writes an answer for a ROUTER: `[identity][(empty)][reply][headers][payload]`.
@@ -621,10 +658,14 @@ mod tests {
         )
         .unwrap();
         assert!(who.delimited);
-        assert_eq!(msg.headers.get_str("reply-to"), Some("zmq-reply:01ff"));
+        // A REQ peer's address says its answer carries the delimiter back.
+        assert_eq!(msg.headers.get_str("reply-to"), Some("zmq-reply:req:01ff"));
+        assert_eq!(parse_requester("zmq-reply:req:01ff").unwrap(), who);
         assert_eq!(&*msg.name, "quotes");
         let (who, msg) = decode_request(&frames(&[b"id", b"{}"]), &limits, &name()).unwrap();
         assert!(!who.delimited);
+        assert_eq!(msg.headers.get_str("reply-to"), Some("zmq-reply:6964"));
+        assert_eq!(parse_requester("zmq-reply:6964").unwrap(), who);
         assert_eq!(&*msg.name, "payments");
         assert_eq!(
             decode_request(&[], &limits, &name()),

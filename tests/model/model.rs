@@ -512,7 +512,7 @@ pub enum ResponderDestination<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ResponderRoute {
     /// An answer to the requester with this identity.
-    Reply(Vec<u8>),
+    Reply(Vec<u8>, bool),
     /// A copy or dead letter named `name`, through a socket dialing `endpoint`.
     Dial { name: String, endpoint: String },
     /// Refused: the reply address names no identity (it must be 1 to 255 bytes, each written as
@@ -527,7 +527,12 @@ pub enum ResponderRoute {
 /// changes it: the responder's socket only answers the identities requests carry.
 pub fn responder_route_of(destination: ResponderDestination<'_>) -> ResponderRoute {
     match destination {
-        ResponderDestination::Reply(hex) => {
+        ResponderDestination::Reply(written) => {
+            // A REQ peer's address marks that its answer carries the empty delimiter back.
+            let (delimited, hex) = match written.strip_prefix("req:") {
+                Some(hex) => (true, hex),
+                None => (false, written),
+            };
             let digits: Option<Vec<u8>> = hex
                 .chars()
                 .map(|c| c.to_digit(16).and_then(|d| u8::try_from(d).ok()))
@@ -536,7 +541,10 @@ pub fn responder_route_of(destination: ResponderDestination<'_>) -> ResponderRou
                 Some(digits)
                     if !digits.is_empty() && digits.len() % 2 == 0 && digits.len() <= 510 =>
                 {
-                    ResponderRoute::Reply(digits.chunks(2).map(|p| p[0] * 16 + p[1]).collect())
+                    ResponderRoute::Reply(
+                        digits.chunks(2).map(|p| p[0] * 16 + p[1]).collect(),
+                        delimited,
+                    )
                 }
                 _ => ResponderRoute::BadReplyAddress,
             }
@@ -901,7 +909,7 @@ mod tests {
     fn a_responder_answers_identities_and_sends_elsewhere_only_to_named_endpoints() {
         assert_eq!(
             responder_route_of(ResponderDestination::Reply("0a0B")),
-            ResponderRoute::Reply(vec![10, 11])
+            ResponderRoute::Reply(vec![10, 11], false)
         );
         for bad in ["", "0", "zz", "+a", "\u{e9}0"] {
             assert_eq!(

@@ -381,8 +381,9 @@ fn route_decides_as_the_model_for_every_declaration_and_destination() {
 /// The reply addresses and destinations a responder is given: identities well and badly
 /// written, and names with and without an endpoint.
 fn every_responder_destination() -> Vec<(String, ResponderDestination<'static>)> {
-    const IDENTITIES: [&str; 12] = [
+    const IDENTITIES: [&str; 16] = [
         "0a0b", "0A0B", "00", "ff00ff", "", "0", "abc", "zz", "0g", "\u{e9}0", " a", "+a",
+        "req:0a0b", "req:", "req:zz", "REQ:0a0b",
     ];
     let mut destinations: Vec<(String, ResponderDestination<'static>)> = IDENTITIES
         .iter()
@@ -415,7 +416,10 @@ fn route_responder_decides_as_the_model_on_either_side_for_every_destination() {
         let expected = model::responder_route_of(destination);
         reached.insert(std::mem::discriminant(&expected));
         let decided = match route_responder(&written) {
-            Ok(ResponderTarget::Reply(identity)) => Some(ResponderRoute::Reply(identity)),
+            Ok(ResponderTarget::Reply(requester)) => Some(ResponderRoute::Reply(
+                requester.identity.to_vec(),
+                requester.delimited,
+            )),
             Ok(ResponderTarget::Dial { name, endpoint }) => Some(ResponderRoute::Dial {
                 name: name.to_owned(),
                 endpoint: endpoint.to_owned(),
