@@ -209,19 +209,14 @@ async fn many_requests_in_flight_share_one_dealer_and_each_gets_its_own_answer()
     connected.shutdown().await.unwrap();
 }
 
-/// The process's resident set now (`VmRSS`) and at its peak so far (`VmHWM`), in KiB, from
-/// /proc. Without /proc there is nothing to measure, and the test says so rather than passing.
+#[path = "../common/memory.rs"]
+mod memory;
+
+/// The process's resident set now (`VmRSS`) and at its peak so far (`VmHWM`), in KiB; the test
+/// fails, saying so, without /proc.
 fn memory_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status")
-        .expect("the memory test reads /proc/self/status, which this system does not have");
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("/proc/self/status has no {name} line:\n{status}"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    let memory = memory::Memory::now();
+    (memory.rss_kib, memory.peak_kib)
 }
 
 /// The probe's one line of figures, which the parent reads back.
