@@ -12,3 +12,4 @@ mod hostile;
 mod queue;
 mod restarts;
 mod rpc;
+mod stalled;

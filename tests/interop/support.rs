@@ -281,6 +281,31 @@ impl PyPeer {
             .collect()
     }
 
+    /// Stops the process where it stands (SIGSTOP): its socket reads nothing, its connections
+    /// stay open.
+    pub fn pause(&self) {
+        self.signal("SIGSTOP");
+    }
+
+    /// Lets a stopped process go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("SIGCONT");
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("the Python peer is running");
+        let sent = std::process::Command::new(python())
+            .args([
+                "-c",
+                "import os, signal, sys; os.kill(int(sys.argv[1]), getattr(signal, sys.argv[2]))",
+                &pid.to_string(),
+                name,
+            ])
+            .status()
+            .expect("running Python to send a signal");
+        assert!(sent.success(), "{name} to the Python peer {pid} failed");
+    }
+
     /// Kills the process (SIGKILL: a crash, nothing flushed) and waits until it is gone.
     pub async fn kill(mut self) {
         let _ = self.child.start_kill();
