@@ -131,6 +131,98 @@ async fn request_reply(requests: u64, in_flight: u64) {
     client.shutdown().await.unwrap();
 }
 
+/// The resident set of this process now, in KiB (`VmRSS`), where Linux reports it.
+fn resident_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// One short-lived requester: a REQ (even `n`) or DEALER socket that dials the responder, asks
+/// once, reads its answer and closes. Answers whether the answer carried the request's id.
+async fn ask_once(address: &str, n: u64) -> bool {
+    use zeromq::{DealerSocket, ReqSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
+    let request = |frames: Vec<Vec<u8>>| {
+        ZmqMessage::try_from(
+            frames
+                .into_iter()
+                .map(Into::into)
+                .collect::<Vec<ruststream::Bytes>>(),
+        )
+        .unwrap()
+    };
+    let body = serde_json::to_vec(&Job { id: n }).unwrap();
+    let frames = vec![b"echo".to_vec(), Vec::new(), body];
+    let answer = if n % 2 == 0 {
+        let mut socket = ReqSocket::new();
+        socket.connect(address).await.unwrap();
+        socket.send(request(frames)).await.unwrap();
+        let answer = socket.recv().await.unwrap();
+        let _ = socket.close().await;
+        answer
+    } else {
+        let mut socket = DealerSocket::new();
+        socket.connect(address).await.unwrap();
+        socket.send(request(frames)).await.unwrap();
+        let answer = socket.recv().await.unwrap();
+        let _ = socket.close().await;
+        answer
+    };
+    let Some(payload) = answer.into_vec().pop() else {
+        return false;
+    };
+    serde_json::from_slice::<Job>(&payload).is_ok_and(|job| job.id == n)
+}
+
+/// `clients` short-lived REQ and DEALER requesters, `in_flight` at a time, against one
+/// responder: every one is answered, and the responder keeps nothing per requester (its
+/// resident set after the first tenth and at the end).
+async fn short_lived_requesters(clients: u64, in_flight: usize) {
+    use futures::StreamExt;
+    let path =
+        std::env::temp_dir().join(format!("ruststream-zmq-bench-{}.sock", std::process::id()));
+    let address = format!("ipc://{}", path.display());
+    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
+        .with_broker(ZmqRpc::new(ZmqEndpoint::bind(address.clone())), |b| {
+            b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
+                .out_reply(Publish)
+                .transform(ToRequester);
+        })
+        .start()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut answered = 0_u64;
+    let mut early = None;
+    let mut asks = futures::stream::iter(0..clients)
+        .map(|n| {
+            let address = address.clone();
+            async move { ask_once(&address, n).await }
+        })
+        .buffer_unordered(in_flight);
+    while let Some(right) = asks.next().await {
+        answered += u64::from(right);
+        if answered == clients / 10 {
+            early = resident_kib();
+        }
+    }
+    let took = started.elapsed();
+    println!(
+        "short-lived requesters: {clients} REQ and DEALER clients, {in_flight} at a time, {answered} \
+         answered rightly in {took:?}; resident set {} KiB after the first tenth, {} KiB at the end",
+        early.map_or("?".to_owned(), |kib| kib.to_string()),
+        resident_kib().map_or("?".to_owned(), |kib| kib.to_string()),
+    );
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_file(path);
+}
+
 fn codec(rounds: u32) {
     let mut headers = HeaderMap::new();
     headers.insert("correlation-id", "4f1c2a");
@@ -155,12 +247,22 @@ fn main() {
         println!("figures only: run `cargo bench --bench throughput`");
         return;
     }
-    codec(200_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    // `cargo bench --bench throughput -- clients [N]`: the short-lived requesters alone.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "clients") {
+        let clients = args
+            .get(at + 1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(200_000);
+        runtime.block_on(short_lived_requesters(clients, 32));
+        return;
+    }
+    codec(200_000);
     runtime.block_on(async {
         queue_throughput(100_000).await;
         request_reply(20_000, 50).await;
