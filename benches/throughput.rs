@@ -159,7 +159,7 @@ async fn ask_once(address: &str, n: u64) -> bool {
     };
     let body = serde_json::to_vec(&Job { id: n }).unwrap();
     let frames = vec![b"echo".to_vec(), Vec::new(), body];
-    let answer = if n % 2 == 0 {
+    let answer = if n.is_multiple_of(2) {
         let mut socket = ReqSocket::new();
         socket.connect(address).await.unwrap();
         socket.send(request(frames)).await.unwrap();
