@@ -226,6 +226,11 @@ impl Connection {
             };
             (FrameSource::Socket(reader), address, reading)
         };
+        // A shutdown that came while the socket opened closes it before anyone can dial in.
+        if let Err(shut) = self.ensure_open("a subscription") {
+            source.close().await;
+            return Err(shut);
+        }
         match &address {
             Some(address) => {
                 tracing::info!(subscription, endpoint = %address, "listening");

@@ -120,7 +120,7 @@ impl FrameSource {
         }
     }
 
-    async fn close(self) {
+    pub(crate) async fn close(self) {
         if let Self::Socket(reader) = self {
             reader.close().await;
         }
