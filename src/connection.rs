@@ -246,6 +246,7 @@ impl Connection {
         }
         let intake = Intake {
             subscription: Str::from(subscription.to_owned()),
+            endpoint: address.as_deref().unwrap_or(&self.endpoint).into(),
             reading,
             limits: self.settings.limits,
             monitor: self.monitor.clone(),

@@ -52,6 +52,8 @@ pub(crate) enum Reading {
 pub(crate) struct Intake {
     /// The subscription's name, for logs and for a lone frame's name.
     pub(crate) subscription: Str,
+    /// The endpoint it reads from, which each delivery names.
+    pub(crate) endpoint: Arc<str>,
     pub(crate) reading: Reading,
     pub(crate) limits: WireLimits,
     pub(crate) monitor: ZmqMonitor,
@@ -78,12 +80,18 @@ impl Intake {
                 &frames,
                 &self.limits,
                 lone_frame_is_payload.then_some(&self.subscription),
-            ),
+            )
+            .map(|inbound| (inbound, None)),
             Reading::Requests => decode_request(&frames, &self.limits, &self.subscription)
-                .map(|(_, inbound)| inbound),
+                .map(|(requester, inbound)| (inbound, Some(requester.identity))),
         };
         match decoded {
-            Ok(inbound) => Some(ZmqMessage::new(inbound, release)),
+            Ok((inbound, requester)) => Some(ZmqMessage::new(
+                inbound,
+                Arc::clone(&self.endpoint),
+                requester,
+                release,
+            )),
             Err(refusal) => {
                 self.monitor.count_refusal(&refusal);
                 let bytes: usize = frames.iter().map(Bytes::len).sum();

@@ -59,8 +59,8 @@
 //!    each built from the transport and the settings.
 //! 5. **Connection**: `outbound` (writers, sends, answers), then `connection` (who holds the
 //!    endpoint, subscribe, publish, shutdown).
-//! 6. **What a service uses**: `delivery` (subscribers), `publish`, `broker`, `subscription`,
-//!    `rpc`.
+//! 6. **What a service uses**: `context` (what a handler reads of its delivery), `delivery`
+//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`.
 //! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
 //!    no other module names it.
 #![forbid(unsafe_code)]
@@ -70,6 +70,7 @@
 mod assertions;
 mod broker;
 mod connection;
+mod context;
 mod delivery;
 mod endpoint;
 mod error;
@@ -94,6 +95,7 @@ pub use broker::{
     ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, OneWay,
     Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
 };
+pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
 pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{Bound, Dialing, Ready, Side, WantsRetryDestination, ZmqEndpoint};
 pub use error::{SocketFault, ZmqError};
@@ -112,9 +114,9 @@ pub mod prelude {
     pub use ruststream::prelude::*;
 
     pub use crate::{
-        Bound, Dialing, FanoutSubscription, OutRetry, QueueSubscription, Responder, Side,
-        ToRequester, WireLimits, ZmqEndpoint, ZmqError, ZmqFanout, ZmqMessage, ZmqMonitor,
-        ZmqQueue, ZmqRpc,
+        Attempt, Bound, Dialing, FanoutSubscription, MessageName, OutRetry, QueueSubscription,
+        RequesterIdentity, Responder, Side, SubscriptionEndpoint, ToRequester, WireLimits,
+        ZmqContext, ZmqEndpoint, ZmqError, ZmqFanout, ZmqMessage, ZmqMonitor, ZmqQueue, ZmqRpc,
     };
     pub use crate::{ZmqPublish as Publish, ZmqRequest as Request};
 }

@@ -2,6 +2,8 @@
 //!
 //! Imports: the leaves (`wire`) and `transport` (the release a delivery carries).
 
+use std::sync::Arc;
+
 use ruststream::{AckError, Bytes, HeaderMap, IncomingMessage, Str};
 
 use crate::{transport::Release, wire::Inbound};
@@ -16,19 +18,43 @@ pub struct ZmqMessage {
     name: Str,
     headers: HeaderMap,
     payload: Bytes,
+    /// The endpoint the subscription reads from.
+    endpoint: Arc<str>,
+    /// On a responder, the identity of the requester.
+    requester: Option<Bytes>,
     /// Let go once, when the last handle on this delivery goes: settled, or dropped unsettled.
     _release: Release,
 }
 
 impl ZmqMessage {
-    /// A delivery of what was decoded, carrying what the transport handed with it.
-    pub(crate) fn new(inbound: Inbound, release: Release) -> Self {
+    /// A delivery of what was decoded on `endpoint` (from `requester`, on a responder),
+    /// carrying what the transport handed with it.
+    pub(crate) fn new(
+        inbound: Inbound,
+        endpoint: Arc<str>,
+        requester: Option<Bytes>,
+        release: Release,
+    ) -> Self {
         Self {
             name: inbound.name,
             headers: inbound.headers,
             payload: inbound.payload,
+            endpoint,
+            requester,
             _release: release,
         }
+    }
+
+    pub(crate) fn name_str(&self) -> &Str {
+        &self.name
+    }
+
+    pub(crate) fn endpoint(&self) -> &Arc<str> {
+        &self.endpoint
+    }
+
+    pub(crate) fn requester(&self) -> Option<&Bytes> {
+        self.requester.as_ref()
     }
 
     /// The name the sender published under (frame 0).

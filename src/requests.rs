@@ -176,9 +176,10 @@ async fn match_answers(
 ) {
     // However this task ends (shutdown, a dropped broker), nobody waits on for an answer.
     let _fail = FailAll(&pending);
+    let from: Arc<str> = endpoint.as_str().into();
     while let Some(Received { frames, release }) = answers.recv().await {
         let answer = match wire::decode(&frames, &limits, None) {
-            Ok(answer) => ZmqMessage::new(answer, release),
+            Ok(answer) => ZmqMessage::new(answer, Arc::clone(&from), None, release),
             Err(refusal) => {
                 monitor.count_refusal(&refusal);
                 tracing::warn!(%endpoint, rule = refusal.rule(), "refused an answer from a responder: {refusal}");

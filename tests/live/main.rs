@@ -3,6 +3,7 @@
 mod support;
 
 mod batches;
+mod context;
 mod dropped_broker;
 mod fanout;
 mod loop_back;
@@ -11,4 +12,5 @@ mod queue_settlement;
 mod queue_wire;
 mod requester;
 mod rpc;
+mod start_live;
 mod unreachable;
