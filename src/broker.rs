@@ -22,7 +22,7 @@ use crate::{
     pattern::PatternFacts,
     publish::{ZmqPublish, ZmqPublisher},
     routing::LocalHost,
-    settings::Settings,
+    settings::{Settings, Tuning},
     transport::Transport,
     wire::WireLimits,
 };
@@ -43,9 +43,10 @@ pub trait Pattern: sealed::Sealed + Send + Sync + 'static {
     /// What the connection needs to know of the pattern.
     #[doc(hidden)]
     const FACTS: PatternFacts;
-    /// Wraps the reader task's channel into this pattern's subscriber.
+    /// Wraps the reader task's channel into this pattern's subscriber, assembling batches for at
+    /// most `batch_wait`.
     #[doc(hidden)]
-    fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber;
+    fn subscriber(inbox: Inbox, batch_wait: Duration) -> Self::Subscriber;
 }
 
 /// The queue pattern: PUSH publishers, PULL subscriptions; each message to one reader.
@@ -64,8 +65,8 @@ impl Pattern for QueueKind {
     type Subscriber = ZmqSubscriber;
     type Copies<S: Side> = S::Copies;
     const FACTS: PatternFacts = PatternFacts::QUEUE;
-    fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber {
-        ZmqSubscriber::new(inbox, settings.batch_wait)
+    fn subscriber(inbox: Inbox, batch_wait: Duration) -> Self::Subscriber {
+        ZmqSubscriber::new(inbox, batch_wait)
     }
 }
 
@@ -73,8 +74,8 @@ impl Pattern for FanoutKind {
     type Subscriber = ZmqSubscriber;
     type Copies<S: Side> = S::Copies;
     const FACTS: PatternFacts = PatternFacts::FANOUT;
-    fn subscriber(inbox: Inbox, settings: &Settings) -> Self::Subscriber {
-        ZmqSubscriber::new(inbox, settings.batch_wait)
+    fn subscriber(inbox: Inbox, batch_wait: Duration) -> Self::Subscriber {
+        ZmqSubscriber::new(inbox, batch_wait)
     }
 }
 
@@ -83,7 +84,7 @@ impl Pattern for RpcKind {
     /// A responder's name is not a destination on either side.
     type Copies<S: Side> = ruststream::NamedCopies;
     const FACTS: PatternFacts = PatternFacts::RPC;
-    fn subscriber(inbox: Inbox, _settings: &Settings) -> Self::Subscriber {
+    fn subscriber(inbox: Inbox, _batch_wait: Duration) -> Self::Subscriber {
         ZmqResponderSubscriber::new(inbox)
     }
 }
@@ -182,10 +183,20 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
         self
     }
 
-    /// How long a partial batch waits for more messages (default 20 ms).
+    /// How long a partial batch waits for more messages (default 20 ms); a subscription may
+    /// set its own ([`Subscription::batch_wait`](crate::Subscription::batch_wait)).
     #[must_use]
     pub fn batch_wait(mut self, wait: Duration) -> Self {
         self.settings.batch_wait = wait;
+        self
+    }
+
+    /// How many decoded messages wait for a subscription's handler before its socket stops being
+    /// read (default 256, at least 1); past that the peer's own queue takes the pressure. A
+    /// subscription may set its own ([`Subscription::read_ahead`](crate::Subscription::read_ahead)).
+    #[must_use]
+    pub fn read_ahead(mut self, messages: usize) -> Self {
+        self.settings.read_ahead = messages;
         self
     }
 
@@ -277,17 +288,31 @@ impl<P: Pattern, S: Side> ConnectedBroker for ConnectedZmq<P, S> {
     }
 }
 
+impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
+    /// Opens the subscription `name`, reading ahead and batching as `tuning` says (the broker's
+    /// settings where it says nothing).
+    pub(crate) async fn subscribe_tuned(
+        &self,
+        name: &str,
+        tuning: Tuning,
+    ) -> Result<P::Subscriber, ZmqError> {
+        let (read_ahead, batch_wait) = self.connection.settings().tuned(tuning);
+        self.connection
+            .subscribe(name, read_ahead)
+            .await
+            .map(|inbox| P::subscriber(inbox, batch_wait))
+    }
+}
+
 impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
     type Subscriber = P::Subscriber;
     /// Bound queue and fan-out: a publish under the subscription's name reaches its own
     /// listener. Dialing, and every responder: the mount site names a destination.
     type Copies = P::Copies<S>;
 
+    /// A by-name subscription reads ahead and batches as its broker says.
     async fn subscribe(&self, name: &str) -> Result<P::Subscriber, ZmqError> {
-        self.connection
-            .subscribe(name)
-            .await
-            .map(|inbox| P::subscriber(inbox, self.connection.settings()))
+        self.subscribe_tuned(name, Tuning::default()).await
     }
 
     fn declare_retry(

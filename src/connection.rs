@@ -154,13 +154,17 @@ impl Connection {
 
     /// Opens a subscription: binds the endpoint (one subscription per bound endpoint, one
     /// responder per broker) or dials it, and starts the task that reads it.
-    pub(crate) async fn subscribe(&self, subscription: &str) -> Result<Inbox, ZmqError> {
+    pub(crate) async fn subscribe(
+        &self,
+        subscription: &str,
+        read_ahead: usize,
+    ) -> Result<Inbox, ZmqError> {
         self.ensure_open("a subscription")?;
         let holds = self.facts.holds_the_endpoint(self.binds);
         if holds {
             self.claim(subscription)?;
         }
-        let opened = self.open(subscription).await;
+        let opened = self.open(subscription, read_ahead).await;
         if opened.is_err() && holds {
             *self.held() = Held::default();
         }
@@ -181,7 +185,7 @@ impl Connection {
         Ok(())
     }
 
-    async fn open(&self, subscription: &str) -> Result<Inbox, ZmqError> {
+    async fn open(&self, subscription: &str, read_ahead: usize) -> Result<Inbox, ZmqError> {
         let facts = self.facts;
         let role = facts.reads_with;
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
@@ -252,7 +256,7 @@ impl Connection {
             monitor: self.monitor.clone(),
             probe: probe.clone(),
         };
-        let (tx, inbox) = inbox();
+        let (tx, inbox) = inbox(read_ahead);
         self.spawn(pump(source, intake, tx, self.shutdown.subscribe()));
         if let (Some(probe), Some(address)) = (probe, address) {
             self.outbound.reach(&address, &probe, PROBE_TOPIC).await?;

@@ -18,10 +18,6 @@ use crate::{
     wire::{WireLimits, decode, decode_request},
 };
 
-/// How many decoded messages wait between the socket and the handler before the reader stops
-/// reading (and the socket's own queue takes the pressure).
-const INBOX: usize = 256;
-
 /// The topic a bound fan-out's own publisher sends to learn that its listener hears it.
 pub(crate) const PROBE_TOPIC: &str = "\u{1}ruststream-zmq.probe";
 
@@ -108,9 +104,10 @@ impl Intake {
     }
 }
 
-/// Opens the channel between a reader task and its subscriber.
-pub(crate) fn inbox() -> (mpsc::Sender<ZmqMessage>, Inbox) {
-    let (tx, rx) = mpsc::channel(INBOX);
+/// Opens the channel between a reader task and its subscriber: `read_ahead` decoded messages
+/// wait there before the reader stops reading (and the socket's own queue takes the pressure).
+pub(crate) fn inbox(read_ahead: usize) -> (mpsc::Sender<ZmqMessage>, Inbox) {
+    let (tx, rx) = mpsc::channel(read_ahead);
     (tx, Inbox { rx })
 }
 

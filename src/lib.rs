@@ -104,7 +104,8 @@ pub use monitor::ZmqMonitor;
 pub use publish::{ZmqPublish, ZmqPublisher};
 pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};
 pub use subscription::{
-    FanoutSubscription, OutRetry, QueueSubscription, Responder, Subscription, WantsDestination,
+    FanoutSubscription, OutRetry, QueueSubscription, Responder, Subscription, Tune, TuneStep,
+    WantsDestination,
 };
 pub use wire::WireLimits;
 
@@ -115,7 +116,7 @@ pub mod prelude {
 
     pub use crate::{
         Attempt, Bound, Dialing, FanoutSubscription, MessageName, OutRetry, QueueSubscription,
-        RequesterIdentity, Responder, Side, SubscriptionEndpoint, ToRequester, WireLimits,
+        RequesterIdentity, Responder, Side, SubscriptionEndpoint, ToRequester, Tune, WireLimits,
         ZmqContext, ZmqEndpoint, ZmqError, ZmqFanout, ZmqMessage, ZmqMonitor, ZmqQueue, ZmqRpc,
     };
     pub use crate::{ZmqPublish as Publish, ZmqRequest as Request};

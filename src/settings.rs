@@ -12,8 +12,28 @@ pub struct Settings {
     pub(crate) limits: WireLimits,
     /// How long a publish (or a request's send) waits for a peer when none is connected.
     pub(crate) send_timeout: Duration,
-    /// How long a partial batch waits for more messages.
+    /// How long a partial batch waits for more messages, unless a subscription says.
     pub(crate) batch_wait: Duration,
+    /// How many decoded messages wait for the handler before the reader stops reading, unless a
+    /// subscription says.
+    pub(crate) read_ahead: usize,
+}
+
+/// What one subscription sets for itself; what it leaves unset comes from its broker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    pub(crate) read_ahead: Option<usize>,
+    pub(crate) batch_wait: Option<Duration>,
+}
+
+impl Settings {
+    /// The read-ahead and batch wait of a subscription tuned with `tuning`.
+    pub(crate) fn tuned(&self, tuning: Tuning) -> (usize, Duration) {
+        (
+            tuning.read_ahead.unwrap_or(self.read_ahead).max(1),
+            tuning.batch_wait.unwrap_or(self.batch_wait),
+        )
+    }
 }
 
 impl Default for Settings {
@@ -22,6 +42,40 @@ impl Default for Settings {
             limits: WireLimits::default(),
             send_timeout: Duration::from_secs(5),
             batch_wait: Duration::from_millis(20),
+            read_ahead: 256,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subscription_tunes_what_it_sets_and_takes_the_rest_from_its_broker() {
+        let broker = Settings::default();
+        assert_eq!(
+            broker.tuned(Tuning::default()),
+            (broker.read_ahead, broker.batch_wait)
+        );
+        let tuned = Tuning {
+            read_ahead: Some(1_024),
+            batch_wait: None,
+        };
+        assert_eq!(broker.tuned(tuned), (1_024, broker.batch_wait));
+        let waits = Tuning {
+            read_ahead: None,
+            batch_wait: Some(Duration::from_secs(2)),
+        };
+        assert_eq!(
+            broker.tuned(waits),
+            (broker.read_ahead, Duration::from_secs(2))
+        );
+        // A channel of no room would never hand anything over.
+        let none = Tuning {
+            read_ahead: Some(0),
+            batch_wait: None,
+        };
+        assert_eq!(broker.tuned(none).0, 1);
     }
 }

@@ -1,9 +1,9 @@
 //! The subscription builders: a name, and where a subscription's retry copies go when its side
 //! does not say.
 //!
-//! Imports: `endpoint`, `error` and `broker`.
+//! Imports: `endpoint`, `error`, `settings` and `broker`.
 
-use std::{borrow::Cow, marker::PhantomData};
+use std::{borrow::Cow, marker::PhantomData, time::Duration};
 
 use ruststream::{
     AddressedCopies, DeclareRetryError, FromName, RedeliveryAddress, RedeliveryAddressed,
@@ -15,6 +15,7 @@ use crate::{
     broker::{ConnectedZmq, FanoutKind, OneWay, Pattern, QueueKind, RpcKind},
     endpoint::{Ready, Side, WantsRetryDestination},
     error::ZmqError,
+    settings::Tuning,
 };
 
 /// A queue or fan-out subscription: its name, and on a dialing endpoint where its retry copies
@@ -32,6 +33,7 @@ use crate::{
 pub struct Subscription<P, S: Side, State = <S as Side>::Fresh> {
     name: Cow<'static, str>,
     retry_to: Option<Cow<'static, str>>,
+    tuning: Tuning,
     marker: Marker<P, S, State>,
 }
 
@@ -81,6 +83,7 @@ impl<P, S: Side, State> Clone for Subscription<P, S, State> {
         Self {
             name: self.name.clone(),
             retry_to: self.retry_to.clone(),
+            tuning: self.tuning,
             marker: PhantomData,
         }
     }
@@ -92,6 +95,8 @@ impl<P, S: Side, State> std::fmt::Debug for Subscription<P, S, State> {
             .field("name", &self.name)
             .field("side", &S::NAME)
             .field("retry_to", &self.retry_to)
+            .field("read_ahead", &self.tuning.read_ahead)
+            .field("batch_wait", &self.tuning.batch_wait)
             .finish()
     }
 }
@@ -99,11 +104,41 @@ impl<P, S: Side, State> std::fmt::Debug for Subscription<P, S, State> {
 fn named<P, S: Side, State>(
     name: Cow<'static, str>,
     retry_to: Option<Cow<'static, str>>,
+    tuning: Tuning,
 ) -> Subscription<P, S, State> {
     Subscription {
         name,
         retry_to,
+        tuning,
         marker: PhantomData,
+    }
+}
+
+impl<P, S: Side, State> Subscription<P, S, State> {
+    /// How many decoded messages wait for this subscription's handler before its socket stops
+    /// being read (at least 1); the broker's `read_ahead` where unset.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{Bound, QueueSubscription};
+    ///
+    /// let payments = QueueSubscription::<Bound>::new("payments")
+    ///     .read_ahead(1_024)
+    ///     .batch_wait(Duration::from_millis(5));
+    /// # let _ = payments;
+    /// ```
+    #[must_use]
+    pub fn read_ahead(mut self, messages: usize) -> Self {
+        self.tuning.read_ahead = Some(messages);
+        self
+    }
+
+    /// How long a partial batch of this subscription waits for more messages; the broker's
+    /// `batch_wait` where unset.
+    #[must_use]
+    pub fn batch_wait(mut self, wait: Duration) -> Self {
+        self.tuning.batch_wait = Some(wait);
+        self
     }
 }
 
@@ -111,7 +146,7 @@ impl<P: OneWay, S: Side> Subscription<P, S> {
     /// A subscription named `name`, in the state its side starts in.
     #[must_use]
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
-        named(name.into(), None)
+        named(name.into(), None, Tuning::default())
     }
 }
 
@@ -119,7 +154,7 @@ impl<S: Side> Subscription<RpcKind, S, WantsRetryDestination> {
     /// A responder named `name`; on either side it still wants a destination for its copies.
     #[must_use]
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
-        named(name.into(), None)
+        named(name.into(), None, Tuning::default())
     }
 }
 
@@ -128,7 +163,7 @@ impl<P, S: Side> Subscription<P, S, WantsRetryDestination> {
     /// `"payments.retry@tcp://127.0.0.1:5556"`, usually a queue the service binds for itself.
     #[must_use]
     pub fn out_retry(self, destination: impl Into<Cow<'static, str>>) -> Subscription<P, S, Ready> {
-        named(self.name, Some(destination.into()))
+        named(self.name, Some(destination.into()), self.tuning)
     }
 }
 
@@ -153,7 +188,7 @@ impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscriptio
     }
 
     async fn subscribe(self, connected: &ConnectedZmq<P, S>) -> Result<P::Subscriber, ZmqError> {
-        ruststream::Subscribe::subscribe(connected, &self.name).await
+        connected.subscribe_tuned(&self.name, self.tuning).await
     }
 
     fn declare_retry_on(
@@ -189,6 +224,98 @@ impl<P, S: Side> WantsDestination for Subscription<P, S, WantsRetryDestination> 
     type Told = Subscription<P, S, Ready>;
     fn told(self, destination: Cow<'static, str>) -> Self::Told {
         self.out_retry(destination)
+    }
+}
+
+/// The mount-site steps that tune one subscription: how far it reads ahead of its handler, and
+/// how long a partial batch waits, over the broker's settings. For a subscription declared with
+/// one of this crate's builders (`#[subscriber(QueueSubscription::<Bound>)]` and the like); a
+/// by-name `#[subscriber("name")]` takes its broker's settings.
+///
+/// ```
+/// use std::time::Duration;
+/// use ruststream_zmq::prelude::*;
+///
+/// #[subscriber(QueueSubscription::<Bound>)]
+/// async fn store(payments: &[serde_json::Value]) -> HandlerOutcome {
+///     let _ = payments;
+///     HandlerOutcome::ack()
+/// }
+///
+/// fn app() -> RustStream {
+///     RustStream::new(AppInfo::new("ledger", "0.1.0")).with_broker(
+///         ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:5555")),
+///         |b| {
+///             b.include(
+///                 store
+///                     .name("ledger")
+///                     .batch(nonzero!(64))
+///                     .read_ahead(1_024)
+///                     .batch_wait(Duration::from_millis(5)),
+///             );
+///         },
+///     )
+/// }
+/// # let _ = app;
+/// ```
+pub trait Tune: Declared {
+    /// How many decoded messages wait for the handler before the socket stops being read.
+    fn read_ahead(self, messages: usize) -> Self::Settings
+    where
+        Self::Settings: TuneStep,
+    {
+        self.declare()
+            .tune(|subscription| subscription.read_ahead(messages))
+    }
+
+    /// How long a partial batch waits for more messages.
+    fn batch_wait(self, wait: Duration) -> Self::Settings
+    where
+        Self::Settings: TuneStep,
+    {
+        self.declare()
+            .tune(|subscription| subscription.batch_wait(wait))
+    }
+}
+
+impl<D: Declared> Tune for D {}
+
+/// A registration whose subscription is one of this crate's builders, which [`Tune`] adjusts.
+pub trait TuneStep: Sized {
+    /// The registration with its subscription adjusted by `f`.
+    #[doc(hidden)]
+    fn tune(self, f: impl FnOnce(Tuned) -> Tuned) -> Self;
+}
+
+/// What [`TuneStep::tune`] adjusts: the builder's tuning alone.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Tuned(Tuning);
+
+impl Tuned {
+    fn read_ahead(self, messages: usize) -> Self {
+        Self(Tuning {
+            read_ahead: Some(messages),
+            ..self.0
+        })
+    }
+
+    fn batch_wait(self, wait: Duration) -> Self {
+        Self(Tuning {
+            batch_wait: Some(wait),
+            ..self.0
+        })
+    }
+}
+
+impl<Def: Declared, P, S: Side, St, State, DC> TuneStep
+    for SubscriberBuilder<Def, Subscription<P, S, St>, State, DC>
+{
+    fn tune(self, f: impl FnOnce(Tuned) -> Tuned) -> Self {
+        self.map_source(|mut subscription: Subscription<P, S, St>| {
+            subscription.tuning = f(Tuned(subscription.tuning)).0;
+            subscription
+        })
     }
 }
 

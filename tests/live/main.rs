@@ -13,4 +13,5 @@ mod queue_wire;
 mod requester;
 mod rpc;
 mod start_live;
+mod tuning;
 mod unreachable;
