@@ -6,7 +6,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ruststream::ConnectedBroker;
 use ruststream_zmq::prelude::*;
 
 use crate::support::{Calls, Feeder, Payment, Plan, journal};
