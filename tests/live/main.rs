@@ -12,3 +12,4 @@ mod queue_wire;
 mod requester;
 mod rpc;
 mod unreachable;
+mod wildcard;
