@@ -172,6 +172,16 @@ impl<S: Side> fmt::Display for ZmqEndpoint<S> {
     }
 }
 
+/// The address the `zeromq` client is asked to bind: libzmq's wildcard host `*`
+/// (`tcp://*:5555`, every interface) is written `0.0.0.0`, which the client understands; any
+/// other address is passed as it is. Errors keep naming the address the user wrote.
+pub(crate) fn bind_form(address: &str) -> std::borrow::Cow<'_, str> {
+    match address.strip_prefix("tcp://*:") {
+        Some(port) => format!("tcp://0.0.0.0:{port}").into(),
+        None => address.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +191,7 @@ mod tests {
         for ok in [
             "tcp://127.0.0.1:0",
             "tcp://0.0.0.0:5555",
+            "tcp://*:5555",
             "tcp://localhost:1",
             "ipc:///tmp/x.sock",
         ] {
@@ -203,6 +214,20 @@ mod tests {
             let err = check_address(bad).unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
             assert!(err.contains("tcp://") && err.contains("ipc://"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_host_is_bound_as_every_ipv4_interface_and_nothing_else_changes() {
+        assert_eq!(bind_form("tcp://*:5555"), "tcp://0.0.0.0:5555");
+        assert_eq!(bind_form("tcp://*:0"), "tcp://0.0.0.0:0");
+        for same in [
+            "tcp://127.0.0.1:5555",
+            "tcp://0.0.0.0:5555",
+            "tcp://pay-1:5555",
+            "ipc:///tmp/*:5555",
+        ] {
+            assert_eq!(bind_form(same), same);
         }
     }
 }

@@ -66,6 +66,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The README's Rust snippets, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 // The layers are drawn in the crate docs above (rustfmt keeps these sorted by name).
 mod assertions;
 mod broker;

@@ -5,7 +5,7 @@
 //! that finds no peer waits for one up to a deadline instead of failing at once, and closing a
 //! socket really closes its connections (a dropped PULL keeps them open).
 //!
-//! Imports: its parent `transport`, and `error`, `monitor`, `pattern` and `wire`.
+//! Imports: its parent `transport`, and `endpoint`, `error`, `monitor`, `pattern` and `wire`.
 
 use std::{sync::Arc, time::Duration};
 
@@ -21,7 +21,9 @@ use zeromq::{
 };
 
 use super::{DuplexSender, Received, Release, stopped};
-use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
+use crate::{
+    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
+};
 
 /// How long one attempt to reach a peer may take before the supervisor tries again.
 const CONNECT_ATTEMPT: Duration = Duration::from_millis(500);
@@ -233,10 +235,14 @@ impl<S: ClientSocket> Supervised<S> {
     ) -> Result<(Self, String), ZmqError> {
         let mut socket = S::fresh(role, &topics).await;
         let events = socket.monitor();
-        let resolved = socket.bind(address).await.map_err(|err| ZmqError::Bind {
-            endpoint: address.to_owned(),
-            source: fault(err),
-        })?;
+        // libzmq's `tcp://*:port` is every interface; the client reads `*` as a host name.
+        let resolved = socket
+            .bind(&bind_form(address))
+            .await
+            .map_err(|err| ZmqError::Bind {
+                endpoint: address.to_owned(),
+                source: fault(err),
+            })?;
         let supervised = Self {
             socket,
             monitor,

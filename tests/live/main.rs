@@ -15,3 +15,4 @@ mod rpc;
 mod start_live;
 mod tuning;
 mod unreachable;
+mod wildcard;

@@ -1,0 +1,245 @@
+//! The framework's runtime logs one WARN `ack / nack failed` (target `ruststream::dispatch`) for
+//! every delivery a handler acks or drops, because ZeroMQ settles nothing. These tests count
+//! that line on a real service, and pin the `EnvFilter` the README gives to silence exactly it
+//! while the other warnings of that target stay.
+
+use std::{
+    io::Write,
+    net::TcpListener,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
+use ruststream_zmq::prelude::*;
+use serde::{Deserialize, Serialize};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Serialize, Deserialize, Outgoing)]
+struct Payment {
+    id: u64,
+    amount: u64,
+}
+
+/// The handler calls so far, over both handlers; the tests run one at a time (`SERIAL`).
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[subscriber]
+async fn charge(payment: &Payment) -> HandlerOutcome {
+    CALLS.fetch_add(1, Ordering::SeqCst);
+    match payment.amount {
+        0 => HandlerOutcome::drop(),
+        amount if amount > 10_000 => HandlerOutcome::retry(),
+        _ => HandlerOutcome::ack(),
+    }
+}
+
+#[subscriber]
+async fn park(_payment: &Payment) -> HandlerOutcome {
+    CALLS.fetch_add(1, Ordering::SeqCst);
+    HandlerOutcome::ack()
+}
+
+/// The README's filter, built the same way (`RUST_LOG` cannot carry it: its directives are
+/// split at every comma, and these name two or three fields each).
+fn quiet_settlement(base: &str) -> EnvFilter {
+    let mut filter = EnvFilter::new(base);
+    for directive in [
+        "ruststream::dispatch[{subscription,error}]=error",
+        "ruststream::dispatch[{subscription,destination,error}]=warn",
+        "ruststream::dispatch[{subscription,message_type,error}]=warn",
+        "ruststream::dispatch[{subscription,headers_type,error}]=warn",
+        "ruststream::dispatch[{subscription,reply,error}]=warn",
+    ] {
+        filter = filter.add_directive(directive.parse().expect("a valid directive"));
+    }
+    filter
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.text().lines().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Polls until `needle` was logged `times` times; panics with the log at the deadline.
+    async fn until(&self, needle: &str, times: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while self.count(needle) < times {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "`{needle}` logged {} times, not {times}:\n{}",
+                self.count(needle),
+                self.text()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs a payments service under `filter` on a current-thread runtime (so the thread's
+/// subscriber sees every task), feeds it two payments it acks, one it drops, one that exhausts
+/// its cap of two attempts into the dead-letter queue (whose handler acks it), and one payload
+/// that is not JSON; shuts it down once all of them were handled, and answers the log.
+fn run_service(filter: EnvFilter) -> Captured {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    CALLS.store(0, Ordering::SeqCst);
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dead_port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let payments = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+        let monitor = payments.monitor();
+        let running = RustStream::new(AppInfo::new("payments", "0.1.0"))
+            .with_broker(payments, |b| {
+                b.include(charge.name("payments"))
+                    .max_attempts(nonzero!(2u32))
+                    .dead_letter(format!("payments.dead@tcp://127.0.0.1:{dead_port}"));
+            })
+            .with_broker(
+                ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}"))),
+                |b| {
+                    b.include(park.name("payments.dead"));
+                },
+            )
+            .start()
+            .await
+            .unwrap();
+        let peer = ZmqQueue::new(ZmqEndpoint::dial(monitor.bound_address().unwrap()))
+            .connect()
+            .await
+            .unwrap();
+        let publisher = peer.publisher();
+        for (id, amount) in [(1, 250), (2, 40), (3, 0), (4, 20_000)] {
+            publisher
+                .message(&Payment { id, amount })
+                .to("payments")
+                .publish()
+                .await
+                .unwrap();
+        }
+        publisher
+            .publish(
+                OutgoingMessage::produced("payments", BytesMut::from(&b"not json"[..])),
+                None,
+            )
+            .await
+            .unwrap();
+        // Calls: 1, 2, 3, 4 and its copy, then 4 on the dead-letter queue.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while CALLS.load(Ordering::SeqCst) < 6 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} handler calls, not 6:\n{}",
+                CALLS.load(Ordering::SeqCst),
+                captured.text()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The undecodable payload is warned about before it is settled.
+        captured.until("codec decode failed", 1).await;
+        // Shutting down waits for the deliveries being settled, so every line is written now.
+        running.shutdown().await.unwrap();
+        peer.shutdown().await.unwrap();
+    });
+    assert_eq!(CALLS.load(Ordering::SeqCst), 6, "{}", captured.text());
+    captured
+}
+
+#[test]
+fn without_a_filter_every_delivery_acked_or_dropped_logs_one_ack_nack_warning() {
+    let log = run_service(EnvFilter::new("info"));
+    let text = log.text();
+    // Acked: 1, 2, and 4 on the dead-letter queue; dropped: 3 and the payload that is not JSON.
+    // The copy and the dead-lettering settle nothing the runtime reports.
+    assert_eq!(log.count("ack / nack failed"), 5, "{text}");
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("ack / nack failed"))
+            .all(|l| l.contains("WARN") && l.contains("ruststream::dispatch")),
+        "{text}"
+    );
+    assert_eq!(log.count("retry attempts exhausted"), 1, "{text}");
+}
+
+#[test]
+fn the_readme_filter_silences_the_ack_nack_warning_and_keeps_the_others_of_its_target() {
+    let log = run_service(quiet_settlement("info"));
+    let text = log.text();
+    assert_eq!(log.count("ack / nack failed"), 0, "{text}");
+    assert_eq!(log.count("retry attempts exhausted"), 1, "{text}");
+    assert_eq!(log.count("codec decode failed"), 1, "{text}");
+}
+
+#[test]
+fn the_readme_filter_keeps_a_lost_retry_copy_warning() {
+    // The one warning of the target that carries `subscription` and `error` and is not the
+    // ack / nack line; it needs a publisher that fails, so it is written here as the runtime
+    // writes it (settle.rs, `publish_copy`).
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(quiet_settlement("info"))
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::warn!(
+            target: "ruststream::dispatch",
+            subscription = "payments",
+            destination = "payments.dead@tcp://127.0.0.1:5557",
+            error = "no peer",
+            "publishing the retry copy failed; message lost",
+        );
+        tracing::warn!(
+            target: "ruststream::dispatch",
+            subscription = "payments",
+            error = "unsupported",
+            "ack / nack failed",
+        );
+    });
+    assert_eq!(captured.count("message lost"), 1, "{}", captured.text());
+    assert_eq!(
+        captured.count("ack / nack failed"),
+        0,
+        "{}",
+        captured.text()
+    );
+}
