@@ -3,7 +3,7 @@
 //! module is the same for both, so the in-process mode decides, refuses and routes exactly as
 //! the sockets do.
 //!
-//! Imports: the leaves (`error`, `wire`, `monitor`) and `pattern`. Only [`zeromq`] names the
+//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`) and `pattern`. Only [`zeromq`] names the
 //! client's types; only [`bus`] is feature-gated.
 
 #[cfg(feature = "testing")]
