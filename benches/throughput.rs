@@ -90,8 +90,10 @@ async fn queue_throughput(messages: u64) {
     peer.shutdown().await.unwrap();
 }
 
-async fn request_reply(requests: u64, in_flight: u64) {
-    let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+/// A service whose responder binds `address` and echoes each request; answers it running and
+/// the address it listens on.
+async fn echo_responder(address: &str) -> (ruststream::runtime::RunningApp, String) {
+    let broker = ZmqRpc::new(ZmqEndpoint::bind(address));
     let monitor = broker.monitor();
     let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
         .with_broker(broker, |b| {
@@ -102,7 +104,12 @@ async fn request_reply(requests: u64, in_flight: u64) {
         .start()
         .await
         .unwrap();
-    let client = ZmqRpc::new(ZmqEndpoint::dial(monitor.bound_address().unwrap()))
+    (running, monitor.bound_address().unwrap())
+}
+
+async fn request_reply(requests: u64, in_flight: u64) {
+    let (running, address) = echo_responder("tcp://127.0.0.1:0").await;
+    let client = ZmqRpc::new(ZmqEndpoint::dial(address))
         .connect()
         .await
         .unwrap();
@@ -187,16 +194,7 @@ async fn short_lived_requesters(clients: u64, in_flight: usize) {
     use futures::StreamExt;
     let path =
         std::env::temp_dir().join(format!("ruststream-zmq-bench-{}.sock", std::process::id()));
-    let address = format!("ipc://{}", path.display());
-    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
-        .with_broker(ZmqRpc::new(ZmqEndpoint::bind(address.clone())), |b| {
-            b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
-                .out_reply(Publish)
-                .transform(ToRequester);
-        })
-        .start()
-        .await
-        .unwrap();
+    let (running, address) = echo_responder(&format!("ipc://{}", path.display())).await;
     let started = Instant::now();
     let mut answered = 0_u64;
     let mut early = None;

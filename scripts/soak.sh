@@ -3,13 +3,13 @@
 # one `yes` per core, and counts the runs that failed. Not part of CI: a check that the
 # timing-sensitive tests hold under load.
 #
-#   scripts/soak.sh [runs] [binary ...]   # binaries: lib conformance interop live model
+#   scripts/soak.sh [runs] [binary ...]   # binaries: lib conformance interop live model settlement_warnings
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 shift || true
 wanted=("$@")
-[ ${#wanted[@]} -gt 0 ] || wanted=(lib conformance interop live model)
+[ ${#wanted[@]} -gt 0 ] || wanted=(lib conformance interop live model settlement_warnings)
 
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zmq' 2>/dev/null; then
     python3 -m venv .venv

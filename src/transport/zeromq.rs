@@ -64,7 +64,17 @@ macro_rules! each {
 /// A peer whose handshake began before the listener stopped joins the socket afterwards, and the
 /// client would hold that connection open for good, so each late arrival the monitor reports
 /// is shut out in turn, until the socket is gone.
-async fn close_client<S: Socket>(mut socket: S, mut events: Receiver<SocketEvent>) {
+async fn close_client<S: Socket + 'static>(socket: S, events: Receiver<SocketEvent>) {
+    // The client's shutdown takes locks that block the thread (`scc`'s `_sync` calls) while its
+    // own tasks may hold them across an await: on runtime workers, two such waits stalled every
+    // worker for good (seen under load). Closing on the blocking pool leaves the workers free.
+    let runtime = tokio::runtime::Handle::current();
+    let closing = tokio::task::spawn_blocking(move || runtime.block_on(close_here(socket, events)));
+    let _ = closing.await;
+}
+
+/// [`close_client`]'s work, on the thread that runs it.
+async fn close_here<S: Socket>(mut socket: S, mut events: Receiver<SocketEvent>) {
     // Only a socket that listened can see a late arrival: a dialing one, renewed at every
     // reconnect, needs no watcher.
     let listened = !socket.binds().is_empty();
@@ -87,7 +97,7 @@ async fn close_client<S: Socket>(mut socket: S, mut events: Receiver<SocketEvent
                 let Some(late) = backend.upgrade() else {
                     return;
                 };
-                late.shutdown();
+                let _ = tokio::task::spawn_blocking(move || late.shutdown()).await;
             }
         }
     });
