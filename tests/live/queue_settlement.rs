@@ -10,7 +10,7 @@ use ruststream_zmq::prelude::*;
 
 use crate::support::{
     AppState, Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, log_lines,
-    logged, work,
+    logged, sent_once_counted, work,
 };
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
@@ -168,7 +168,7 @@ async fn a_retry_under_max_attempts_is_a_copy_to_the_own_listener() {
         [None, Some(1), Some(2)],
         "each copy carries one more retry"
     );
-    assert_eq!(monitor.sent(), 2);
+    assert_eq!(sent_once_counted(&monitor, 2).await, 2);
     running.shutdown().await.unwrap();
 }
 
@@ -217,7 +217,11 @@ async fn a_retry_or_retry_after_under_a_dead_letter_without_a_cap_goes_to_the_de
         waited < delay,
         "the dead letter of a retry_after waited {waited:?}, the {delay:?} delay"
     );
-    assert_eq!(monitor.sent(), 2, "one dead letter each, and nothing else");
+    assert_eq!(
+        sent_once_counted(&monitor, 2).await,
+        2,
+        "one dead letter each, and nothing else"
+    );
     running.shutdown().await.unwrap();
 }
 
@@ -298,7 +302,11 @@ async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
     assert_eq!(journal.of("work", 1).len(), 2);
-    assert_eq!(monitor.sent(), 1, "one copy, then nothing");
+    assert_eq!(
+        sent_once_counted(&monitor, 1).await,
+        1,
+        "one copy, then nothing"
+    );
     running.shutdown().await.unwrap();
 }
 
@@ -325,7 +333,11 @@ async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
         2,
         "the refused dead letter came back"
     );
-    assert_eq!(monitor.sent(), 1, "only the one copy left");
+    assert_eq!(
+        sent_once_counted(&monitor, 1).await,
+        1,
+        "only the one copy left"
+    );
     running.shutdown().await.unwrap();
 }
 

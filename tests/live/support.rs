@@ -276,3 +276,14 @@ pub async fn logged(parts: &[&str]) -> String {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// What `monitor.sent()` reads once it has reached `expected`, or after ten seconds: a message
+/// can be handled in this process before the publisher that sent it has counted it, so a test
+/// that saw the message waits for the count before holding it to a number.
+pub async fn sent_once_counted(monitor: &ruststream_zmq::ZmqMonitor, expected: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while monitor.sent() < expected && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    monitor.sent()
+}
