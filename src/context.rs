@@ -5,12 +5,11 @@
 
 use std::sync::Arc;
 
-use ruststream::{BuildContext, Bytes, ContextField, Field, IncomingMessage, Str};
+use ruststream::{
+    BuildContext, Bytes, ContextField, Field, IncomingMessage, Str, runtime::RETRY_COUNT_HEADER,
+};
 
 use crate::message::ZmqMessage;
-
-/// The header the framework counts retries in.
-const RETRY_COUNT: &str = "x-ruststream-retry-count";
 
 /// A delivery as a handler can see it, built for each one with no allocation.
 ///
@@ -51,7 +50,7 @@ impl BuildContext<ZmqMessage> for ZmqContext {
     fn build(message: &ZmqMessage) -> Self {
         let retries = message
             .headers()
-            .get_str(RETRY_COUNT)
+            .get_str(RETRY_COUNT_HEADER)
             .and_then(|count| count.trim().parse::<u32>().ok())
             .unwrap_or(0);
         Self {

@@ -73,9 +73,11 @@ async fn a_dialing_queue_runs_live_and_the_harness_sees_what_a_peer_sends()
         )
         .await?;
     let payments = tb.broker::<ZmqQueue<Dialing>>();
-    eventually("the peer's payment handled", || {
-        payments.subscriber("payments").received_raw().len() == 1
-    })
+    crate::support::eventually(
+        std::time::Duration::from_secs(10),
+        "the peer's payment handled",
+        || payments.subscriber("payments").received_raw().len() == 1,
+    )
     .await;
     payments
         .subscriber("payments")
@@ -83,15 +85,6 @@ async fn a_dialing_queue_runs_live_and_the_harness_sees_what_a_peer_sends()
         .with(&Payment { id: 5 });
     feeder.close().await;
     Ok(())
-}
-
-/// Polls `done` until it holds, or fails naming `what` after ten seconds.
-async fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
 }
 
 #[subscriber(Responder::<Bound>, reply("reply"))]
@@ -138,13 +131,17 @@ async fn a_bound_and_a_dialing_responder_run_live_and_the_harness_sees_each_requ
         .connect()
         .await?;
     client.requester().request(ask(1), timeout).await?;
-    eventually("the bound responder's request handled", || {
-        tb.broker::<ZmqRpc>()
-            .subscriber("quotes")
-            .received_raw()
-            .len()
-            == 1
-    })
+    crate::support::eventually(
+        std::time::Duration::from_secs(10),
+        "the bound responder's request handled",
+        || {
+            tb.broker::<ZmqRpc>()
+                .subscriber("quotes")
+                .received_raw()
+                .len()
+                == 1
+        },
+    )
     .await;
     tb.broker::<ZmqRpc>()
         .subscriber("quotes")
@@ -185,14 +182,18 @@ async fn a_bound_and_a_dialing_responder_run_live_and_the_harness_sees_each_requ
     );
     let dialing = TestApp::start_live(app).await?;
     first.await??;
-    eventually("the dialing responder's request handled", || {
-        dialing
-            .broker::<ZmqRpc<Dialing>>()
-            .subscriber("quotes")
-            .received_raw()
-            .len()
-            == 1
-    })
+    crate::support::eventually(
+        std::time::Duration::from_secs(10),
+        "the dialing responder's request handled",
+        || {
+            dialing
+                .broker::<ZmqRpc<Dialing>>()
+                .subscriber("quotes")
+                .received_raw()
+                .len()
+                == 1
+        },
+    )
     .await;
     dialing
         .broker::<ZmqRpc<Dialing>>()

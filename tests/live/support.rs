@@ -287,3 +287,12 @@ pub async fn sent_once_counted(monitor: &ruststream_zmq::ZmqMonitor, expected: u
     }
     monitor.sent()
 }
+
+/// Polls `done` until it holds, or fails naming `what` once `limit` has passed.
+pub async fn eventually(limit: Duration, what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -9,7 +9,9 @@ use std::{
 
 use ruststream_zmq::prelude::*;
 
-use crate::support::{AppState, Feeder, Plan, capture_logs, free_port, journal, logs, work};
+use crate::support::{
+    AppState, Feeder, Plan, capture_logs, eventually, free_port, journal, logs, work,
+};
 
 const COPIES: u64 = 1_000;
 const SEND_TIMEOUT: Duration = Duration::from_millis(500);
@@ -20,15 +22,6 @@ fn lines_with(parts: &[&str]) -> usize {
         .lines()
         .filter(|line| parts.iter().all(|part| line.contains(part)))
         .count()
-}
-
-/// Polls `done` until it holds, or fails naming `what` after `limit`.
-async fn within(limit: Duration, what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +56,7 @@ async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_within_a_few_s
         })
         .await;
     let handled = started.elapsed();
-    within(
+    eventually(
         handled + 30 * SEND_TIMEOUT,
         "every copy's failure counted",
         || monitor.send_failures() >= COPIES,
@@ -86,7 +79,7 @@ async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_within_a_few_s
         "no copy was delivered"
     );
     let port = retry_port.to_string();
-    within(Duration::from_secs(5), "each lost copy logged", || {
+    eventually(Duration::from_secs(5), "each lost copy logged", || {
         lines_with(&["publishing the retry copy failed", &port]) as u64 == COPIES
     })
     .await;
@@ -109,7 +102,7 @@ async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_within_a_few_s
         .start()
         .await
         .unwrap();
-    within(
+    eventually(
         Duration::from_secs(10),
         "the destination reached again",
         || lines_with(&["the destination is reached again", &port]) == 1,
