@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, on a fresh machine too: prepares the libzmq peer (pyzmq in a
-# virtualenv under .venv) that the interop tests drive, then runs every test target, the
-# doc tests and the compile-fail cases.
+# The whole test suite, on a fresh machine too, on both socket backends: prepares the libzmq
+# peer (pyzmq in a virtualenv under .venv) that the interop tests drive, then runs every test
+# target, the doc tests and the compile-fail cases once over the pure-Rust `zeromq` client (the
+# default) and once over libzmq (the `libzmq` feature; needs libzmq's headers, see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,5 +12,19 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zmq' 2>/dev/null; 
 fi
 export RUSTSTREAM_ZMQ_PYTHON="$PWD/.venv/bin/python"
 
-cargo test --all-features --all-targets
-cargo test --all-features --doc
+# The libzmq backend builds against the system's libzmq (Debian/Ubuntu: libzmq3-dev).
+if ! pkg-config --exists libzmq 2>/dev/null; then
+    echo "libzmq's headers are missing: installing libzmq3-dev and pkg-config"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq libzmq3-dev pkg-config
+fi
+
+# Every feature but the backend switch, then every feature.
+zeromq_features=testing,asyncapi
+for features in "$zeromq_features" "$zeromq_features,libzmq"; do
+    echo "== the suite with features: $features"
+    cargo test --features "$features" --all-targets
+    cargo test --features "$features" --doc
+done

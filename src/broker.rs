@@ -23,7 +23,7 @@ use crate::{
     publish::{ZmqPublish, ZmqPublisher},
     routing::LocalHost,
     settings::{Settings, Tuning},
-    transport::Transport,
+    transport::{SocketOptions, Transport},
     wire::WireLimits,
 };
 
@@ -200,6 +200,45 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
         self
     }
 
+    /// How many messages a socket queues for one peer, each way, before that peer counts as
+    /// not reading (default 1,000; libzmq's high-water marks). So a peer's queue holds at most
+    /// this many messages of at most [`WireLimits::max_message_bytes`] each. What a full peer
+    /// gets depends on the pattern: see the crate docs, "When a peer is down or does not read".
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn peer_queue(mut self, messages: usize) -> Self {
+        self.settings.peer_queue = messages.max(1);
+        self
+    }
+
+    /// Checks every connection with a ZMTP PING each `interval`, and cuts one that stays
+    /// silent for `timeout` (default every 2 s, cut after 10 s): a peer that stopped or
+    /// whose host vanished is noticed and counted in [`ZmqMonitor::peers_lost`]. A libzmq
+    /// peer answers PINGs by itself.
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn heartbeat(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.settings.heartbeat = Some((interval, timeout));
+        self
+    }
+
+    /// Sends no heartbeats: a silent peer keeps its connection until TCP notices.
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn without_heartbeat(mut self) -> Self {
+        self.settings.heartbeat = None;
+        self
+    }
+
+    /// How long a new connection may take to finish its ZMTP handshake before it is cut
+    /// (default 10 s): a peer that connects and says nothing holds no connection for longer.
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.handshake_timeout = timeout;
+        self
+    }
+
     /// A handle on the live figures of this broker: its bound address, its refusals.
     #[must_use]
     pub fn monitor(&self) -> ZmqMonitor {
@@ -257,7 +296,8 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     type Connected = ConnectedZmq<P, S>;
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        let sockets = Transport::sockets(self.monitor.clone());
+        let options = SocketOptions::from_settings(&self.settings);
+        let sockets = Transport::sockets(self.monitor.clone(), options);
         self.connect_on(sockets, LocalHost::discover().await)
     }
 }

@@ -36,6 +36,8 @@ struct Figures {
     sent: AtomicU64,
     send_failures: AtomicU64,
     peers_lost: AtomicU64,
+    peers_refused: AtomicU64,
+    dropped_not_reading: AtomicU64,
     by_rule: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -88,6 +90,30 @@ impl ZmqMonitor {
     #[must_use]
     pub fn peers_lost(&self) -> u64 {
         self.inner.peers_lost.load(Ordering::Relaxed)
+    }
+
+    /// How many connections failed their handshake: a peer that spoke no ZMTP, or whose
+    /// credentials were refused (libzmq backend). Each is also a peer lost.
+    #[must_use]
+    pub fn peers_refused(&self) -> u64 {
+        self.inner.peers_refused.load(Ordering::Relaxed)
+    }
+
+    /// How many answers were dropped because their requester was not reading: its queue was
+    /// full (libzmq backend; each is also a send failure, returned to the caller).
+    #[must_use]
+    pub fn dropped_not_reading(&self) -> u64 {
+        self.inner.dropped_not_reading.load(Ordering::Relaxed)
+    }
+
+    #[cfg_attr(not(feature = "libzmq"), expect(dead_code, reason = "libzmq reports these"))]
+    pub(crate) fn count_peer_refused(&self) {
+        self.inner.peers_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[cfg_attr(not(feature = "libzmq"), expect(dead_code, reason = "libzmq reports these"))]
+    pub(crate) fn count_dropped_not_reading(&self) {
+        self.inner.dropped_not_reading.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn count_peer_lost(&self) {

@@ -1,15 +1,26 @@
-//! The transport under a connection: real ZeroMQ sockets through the `zeromq` client, or (under
-//! the `testing` feature) the in-process bus that stands in for them. Everything above this
+//! The transport under a connection: real ZeroMQ sockets, through the pure-Rust `zeromq` client
+//! or (under the `libzmq` feature) through libzmq, or (under the `testing` feature) the
+//! in-process bus that stands in for them. Everything above this
 //! module is the same for both, so the in-process mode decides, refuses and routes exactly as
 //! the sockets do.
 //!
-//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`) and `pattern`. Only [`zeromq`] names the
-//! client's types; only [`bus`] is feature-gated.
+//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`), `pattern` and `settings`. Only [`zeromq`] and [`libzmq`]
+//! name a client's types, and only one of them is built.
 
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
+#[cfg(feature = "libzmq")]
+mod libzmq;
 mod writer;
+#[cfg(not(feature = "libzmq"))]
 mod zeromq;
+
+// The socket backend, chosen at compile time; both offer the same `Reader`, `Writer` and
+// `Duplex`.
+#[cfg(feature = "libzmq")]
+use libzmq as sockets;
+#[cfg(not(feature = "libzmq"))]
+use zeromq as sockets;
 
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
@@ -23,7 +34,9 @@ use tokio::{
     time::{Instant, timeout_at},
 };
 
-use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
+use crate::{
+    error::ZmqError, monitor::ZmqMonitor, pattern::Role, settings::Settings, wire::Frames,
+};
 
 /// A task a socket runs: a duplex socket's loop.
 pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -41,23 +54,54 @@ pub(crate) struct Transport {
 
 #[derive(Clone)]
 enum Backend {
-    /// ZeroMQ sockets; lost peer connections are counted on the monitor.
-    Sockets(ZmqMonitor),
+    /// ZeroMQ sockets, opened with these options; lost peer connections are counted on the
+    /// monitor.
+    Sockets(ZmqMonitor, SocketOptions),
     /// The in-process bus of the `testing` feature.
     #[cfg(feature = "testing")]
     InProcess(bus::Peer),
 }
 
+/// What every socket is opened with, from its broker's settings.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(feature = "libzmq"),
+    expect(dead_code, reason = "the `zeromq` client's limits are its own")
+)]
+pub(crate) struct SocketOptions {
+    /// How many messages a socket queues for one peer, each way, before that peer counts as
+    /// not reading (libzmq's high-water marks; the `zeromq` client's queue is fixed).
+    pub(crate) peer_queue: usize,
+    /// The largest frame a peer may send; a larger one is refused before it is read (libzmq).
+    pub(crate) max_message_bytes: usize,
+    /// The heartbeat's interval and timeout, when on (libzmq).
+    pub(crate) heartbeat: Option<(Duration, Duration)>,
+    /// How long a new connection may take to finish its handshake (libzmq).
+    pub(crate) handshake_timeout: Duration,
+}
+
+impl SocketOptions {
+    /// The options a broker with `settings` opens its sockets with.
+    pub(crate) fn from_settings(settings: &Settings) -> Self {
+        Self {
+            peer_queue: settings.peer_queue,
+            max_message_bytes: settings.limits.message_bytes(),
+            heartbeat: settings.heartbeat,
+            handshake_timeout: settings.handshake_timeout,
+        }
+    }
+}
+
 /// A receiving socket.
 pub(crate) enum Reader {
-    Sockets(zeromq::Reader),
+    Sockets(sockets::Reader),
     #[cfg(feature = "testing")]
     InProcess(bus::BusReader),
 }
 
 /// A sending socket, owned by its [`Writer`]'s task.
 pub(crate) enum Sending {
-    Sockets(zeromq::Writer),
+    Sockets(sockets::Writer),
     #[cfg(feature = "testing")]
     InProcess(bus::BusWriter),
 }
@@ -79,9 +123,9 @@ pub(crate) struct Release {
 
 impl Transport {
     /// Real sockets, made on the current runtime.
-    pub(crate) fn sockets(monitor: ZmqMonitor) -> Self {
+    pub(crate) fn sockets(monitor: ZmqMonitor, options: SocketOptions) -> Self {
         Self {
-            backend: Backend::Sockets(monitor),
+            backend: Backend::Sockets(monitor, options),
             runtime: Handle::current(),
         }
     }
@@ -100,7 +144,7 @@ impl Transport {
     pub(crate) fn peer(&self) -> Option<&bus::Peer> {
         match &self.backend {
             Backend::InProcess(peer) => Some(peer),
-            Backend::Sockets(_) => None,
+            Backend::Sockets(..) => None,
         }
     }
 
@@ -134,9 +178,11 @@ impl Transport {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             match backend {
-                Backend::Sockets(monitor) => zeromq::Reader::bind(role, &address, topics, monitor)
-                    .await
-                    .map(|(reader, at)| (Reader::Sockets(reader), at)),
+                Backend::Sockets(monitor, options) => {
+                    sockets::Reader::bind(role, &address, topics, monitor, options)
+                        .await
+                        .map(|(reader, at)| (Reader::Sockets(reader), at))
+                }
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => peer
                     .bind_reader(role, &address, topics)
@@ -157,9 +203,9 @@ impl Transport {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             Ok(match backend {
-                Backend::Sockets(monitor) => {
-                    Reader::Sockets(zeromq::Reader::dial(role, &address, topics, monitor).await)
-                }
+                Backend::Sockets(monitor, options) => Reader::Sockets(
+                    sockets::Reader::dial(role, &address, topics, monitor, options).await?,
+                ),
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => {
                     Reader::InProcess(peer.dial_reader(role, &address, topics))
@@ -179,9 +225,11 @@ impl Transport {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             let (socket, resolved) = match backend {
-                Backend::Sockets(monitor) => zeromq::Writer::bind(role, &address, monitor)
-                    .await
-                    .map(|(writer, at)| (Sending::Sockets(writer), at)),
+                Backend::Sockets(monitor, options) => {
+                    sockets::Writer::bind(role, &address, monitor, options)
+                        .await
+                        .map(|(writer, at)| (Sending::Sockets(writer), at))
+                }
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => peer
                     .bind_writer(role, &address)
@@ -202,9 +250,9 @@ impl Transport {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             let socket = match backend {
-                Backend::Sockets(monitor) => {
-                    Sending::Sockets(zeromq::Writer::dial(role, &address, monitor).await)
-                }
+                Backend::Sockets(monitor, options) => Sending::Sockets(
+                    sockets::Writer::dial(role, &address, monitor, options).await?,
+                ),
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => Sending::InProcess(peer.dial_writer(role, &address)),
             };
@@ -227,12 +275,14 @@ impl Transport {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             match backend {
-                Backend::Sockets(monitor) => {
+                Backend::Sockets(monitor, options) => {
                     let (duplex, bound) = if binds {
-                        let (duplex, at) = zeromq::Duplex::bind(role, &address, monitor).await?;
+                        let (duplex, at) =
+                            sockets::Duplex::bind(role, &address, monitor, options).await?;
                         (duplex, Some(at))
                     } else {
-                        (zeromq::Duplex::dial(role, &address, monitor).await, None)
+                        let duplex = sockets::Duplex::dial(role, &address, monitor, options);
+                        (duplex.await?, None)
                     };
                     let (sender, task) = duplex.run(inbound, shutdown);
                     Ok((sender, Box::pin(task) as BoxTask, bound))

@@ -20,7 +20,7 @@ use zeromq::{
     ZmqMessage as ClientMessage,
 };
 
-use super::{DuplexSender, Received, Release, stopped};
+use super::{DuplexSender, Received, Release, SocketOptions as Options, stopped};
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
 };
@@ -475,6 +475,7 @@ impl Reader {
         address: &str,
         topics: Vec<String>,
         monitor: ZmqMonitor,
+        _fixed_by_the_client: Options,
     ) -> Result<(Self, String), ZmqError> {
         let (supervised, resolved) = Supervised::bind(role, address, topics, monitor).await?;
         Ok((Self(supervised), resolved))
@@ -487,8 +488,9 @@ impl Reader {
         address: &str,
         topics: Vec<String>,
         monitor: ZmqMonitor,
-    ) -> Self {
-        Self(Supervised::dial(role, address, topics, monitor).await)
+        _fixed_by_the_client: Options,
+    ) -> Result<Self, ZmqError> {
+        Ok(Self(Supervised::dial(role, address, topics, monitor).await))
     }
 
     /// The next message; on a dialing reader this also keeps the connection.
@@ -530,14 +532,20 @@ impl Writer {
         role: Role,
         address: &str,
         monitor: ZmqMonitor,
+        _fixed_by_the_client: Options,
     ) -> Result<(Self, String), ZmqError> {
         let (supervised, resolved) = Supervised::bind(role, address, Vec::new(), monitor).await?;
         Ok((Self(supervised), resolved))
     }
 
     /// A writer that dials `address`; it connects on the first send.
-    pub(crate) async fn dial(role: Role, address: &str, monitor: ZmqMonitor) -> Self {
-        Self(Supervised::dial(role, address, Vec::new(), monitor).await)
+    pub(crate) async fn dial(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+        _fixed_by_the_client: Options,
+    ) -> Result<Self, ZmqError> {
+        Ok(Self(Supervised::dial(role, address, Vec::new(), monitor).await))
     }
 
     /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
@@ -576,14 +584,20 @@ impl Duplex {
         role: Role,
         address: &str,
         monitor: ZmqMonitor,
+        _fixed_by_the_client: Options,
     ) -> Result<(Self, String), ZmqError> {
         let (supervised, resolved) = Supervised::bind(role, address, Vec::new(), monitor).await?;
         Ok((Self(supervised), resolved))
     }
 
     /// A socket that dials `address`, connecting in its task.
-    pub(crate) async fn dial(role: Role, address: &str, monitor: ZmqMonitor) -> Self {
-        Self(Supervised::dial(role, address, Vec::new(), monitor).await)
+    pub(crate) async fn dial(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+        _fixed_by_the_client: Options,
+    ) -> Result<Self, ZmqError> {
+        Ok(Self(Supervised::dial(role, address, Vec::new(), monitor).await))
     }
 
     /// Starts the socket: answers the handle that sends through it, and the task to spawn,

@@ -6,7 +6,10 @@
 
 use std::{convert::Infallible, time::Duration};
 
-use ruststream::{Broker, ConnectedBroker, Subscribe};
+use ruststream::{Broker, ConnectedBroker};
+// The frame-length pin's service reads its subscription directly.
+#[cfg(not(feature = "libzmq"))]
+use ruststream::Subscribe;
 use ruststream_zmq::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,8 +19,10 @@ use tokio::{
 };
 
 use crate::support::{
-    ChildTest, Deadline, Memory, PyPeer, STEP, Tap, is_child, json_of, latin1, logs,
+    ChildTest, Deadline, Memory, PyPeer, STEP, is_child, latin1, logs,
 };
+#[cfg(not(feature = "libzmq"))]
+use crate::support::{Tap, json_of};
 
 #[derive(Debug, Deserialize)]
 struct Job {
@@ -88,15 +93,34 @@ fn bad_messages() -> Vec<(&'static str, Vec<Value>)> {
             "max-header-bytes",
             vec![name(), repeat("k: v\n", 20_000), payload()],
         ),
-        (
-            "max-message-bytes",
-            vec![name(), repeat("x", MESSAGE_LIMIT + 1)],
-        ),
-        (
-            "max-message-bytes",
-            vec![name(), frame(b""), repeat("x", 4 * MESSAGE_LIMIT)],
-        ),
     ]
+    .into_iter()
+    .chain(over_the_message_limit())
+    .collect()
+}
+
+/// Messages over the size limit, read and then refused by the service. On libzmq a lone frame
+/// over the limit never reaches it (the connection is cut before the frame is read; see
+/// `libzmq_faults`), so there every frame is under the limit and only the whole is over.
+fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
+    let name = || frame(b"jobs");
+    if cfg!(feature = "libzmq") {
+        vec![
+            ("max-message-bytes", vec![name(), repeat("x", MESSAGE_LIMIT)]),
+            (
+                "max-message-bytes",
+                vec![name(), frame(b""), repeat("x", MESSAGE_LIMIT)],
+            ),
+        ]
+    } else {
+        vec![
+            ("max-message-bytes", vec![name(), repeat("x", MESSAGE_LIMIT + 1)]),
+            (
+                "max-message-bytes",
+                vec![name(), frame(b""), repeat("x", 4 * MESSAGE_LIMIT)],
+            ),
+        ]
+    }
 }
 
 /// The test below, by the name libtest gives it: its child process runs it again by that name.
@@ -289,7 +313,7 @@ async fn raw_greeted(address: &str) -> tokio::net::TcpStream {
 }
 
 /// A PUSH peer speaking ZMTP 3.0 by hand, through the handshake; the test writes its frames.
-async fn raw_push(address: &str) -> tokio::net::TcpStream {
+pub(crate) async fn raw_push(address: &str) -> tokio::net::TcpStream {
     let mut raw = raw_greeted(address).await;
     raw.write_all(&ready("PUSH")).await.unwrap();
     let mut their_ready = [0; 28];
@@ -299,30 +323,36 @@ async fn raw_push(address: &str) -> tokio::net::TcpStream {
 }
 
 /// One message frame of at most 255 bytes; `more` when another frame follows.
-fn short_frame(bytes: &[u8], more: bool) -> Vec<u8> {
+pub(crate) fn short_frame(bytes: &[u8], more: bool) -> Vec<u8> {
     let mut frame = vec![u8::from(more), u8::try_from(bytes.len()).unwrap()];
     frame.extend_from_slice(bytes);
     frame
 }
 
+#[cfg(not(feature = "libzmq"))]
 /// The test below, by the name libtest gives it.
 const FRAME_LENGTH_ATTACK: &str = "hostile::a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the_client_caps_frame_lengths";
 
+#[cfg(not(feature = "libzmq"))]
 /// What the service under attack prints in front of its address, and of each job it handled.
 const SERVING: &str = "frame-length attack: serving ";
+#[cfg(not(feature = "libzmq"))]
 const HANDLED: &str = "frame-length attack: handled ";
 
+#[cfg(not(feature = "libzmq"))]
 /// What the failure says when today's behaviour is gone.
 const CHANGED: &str = "the `zeromq` client no longer aborts on a frame header announcing 1 TiB: it \
                        now caps frame lengths (or reads them another way). Update the README's \
                        Known limits (\"A peer can crash the process\") and this test: it should \
                        then assert that the service survives the attack and serves the next peer";
 
-/// Pins what the README's Known limits say: the `zeromq` 0.7 client reserves the length a frame
+/// Pins what the README's Known limits say of the default backend (libzmq caps frame lengths:
+/// see `libzmq_faults`): the `zeromq` 0.7 client reserves the length a frame
 /// header announces before reading the frame, so an 11-byte header announcing 1 TiB, sent after
 /// a real handshake, aborts the whole service process (`memory allocation of ... bytes failed`)
 /// before `WireLimits` can act. The service runs in a child process (this test again, marked);
 /// this process is the hostile peer, speaking ZMTP by hand.
+#[cfg(not(feature = "libzmq"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the_client_caps_frame_lengths()
  {
@@ -370,9 +400,11 @@ async fn a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the
     );
 }
 
+#[cfg(not(feature = "libzmq"))]
 /// SIGABRT's number on Linux, the signal `std::process::abort` raises.
 const SIGABRT: i32 = 6;
 
+#[cfg(not(feature = "libzmq"))]
 /// The child's half: a bound queue that prints each job it handles. It never ends well: either
 /// the attack takes the process down, or it fails once the parent's time for it has passed.
 async fn serve_a_bound_queue_until_taken_down() {

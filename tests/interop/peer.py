@@ -11,7 +11,8 @@ The first line on stdout is {"ready": <the endpoint, port resolved>}. Then one l
 each command read from stdin:
 
     {"op": "send", "frames": [...]}          -> {"sent": <frames>}  or {"error": ...}
-                                                a frame is a string, or {"repeat": s, "times": n}
+                                                a frame is a string, or {"repeat": s, "times": n};
+                                                "times": n sends the message n times
     {"op": "send_json", "value": <any>}      -> {"sent": 1}          (pyzmq's send_json)
     {"op": "recv", "timeout_ms": <n>}        -> {"frames": [...], "wire": {...}}  or {"timeout": true}
     {"op": "events"}                         -> {"events": ["CONNECTED", ...]}   (socket monitor)
@@ -168,7 +169,8 @@ def run(command, sock, events, drain_monitor):
         frames = [to_bytes(frame) for frame in command["frames"]]
         sock.setsockopt(zmq.SNDTIMEO, int(command.get("timeout_ms", 5000)))
         try:
-            sock.send_multipart(frames)
+            for _ in range(int(command.get("times", 1))):
+                sock.send_multipart(frames)
             out({"sent": len(frames)})
         except zmq.ZMQError as err:
             out({"error": str(err)})

@@ -2,6 +2,8 @@
 //! every refusal with its warning and counter, the next good message still delivered.
 
 use std::{convert::Infallible, time::Instant};
+#[cfg(feature = "libzmq")]
+use std::time::Duration;
 
 use ruststream_zmq::prelude::*;
 use serde::Deserialize;
@@ -129,7 +131,11 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
             "headers-utf8",
             vec![name(), vec![b'a', b':', 0xff], payment(0)],
         ),
-        ("max-message-bytes", vec![name(), vec![b'x'; 5000]]),
+        // Every frame under the limit, together over it (a lone frame over it is the next test's).
+        (
+            "max-message-bytes",
+            vec![name(), vec![], vec![b'x'; 4096 - 8 + 2]],
+        ),
         (
             "max-header-bytes",
             vec![
@@ -174,6 +180,48 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
         journal.seen.iter().all(|s| s.id >= 100),
         "a refused message reached the handler"
     );
+    running.shutdown().await.unwrap();
+}
+
+/// On the `zeromq` client a frame over the limit is read, then refused like any other message:
+/// one warning, one count, and the same peer's next message arrives.
+#[cfg(not(feature = "libzmq"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_frame_over_the_message_limit_is_refused_warned_and_counted() {
+    capture_logs();
+    let limits = WireLimits::default().max_message_bytes(4096);
+    let (running, monitor, mut peer, mut journal) = serve("lone-frame", limits).await;
+    send(&mut peer, vec![b"lone-frame".to_vec(), vec![b'x'; 5000]]).await;
+    send(&mut peer, vec![b"lone-frame".to_vec(), payment(1)]).await;
+    journal
+        .until("the good message", |s| s.iter().any(|s| s.id == 1))
+        .await;
+    assert_eq!(monitor.refused_by("max-message-bytes"), 1);
+    assert_eq!(refusal_warnings("lone-frame").len(), 1);
+    running.shutdown().await.unwrap();
+}
+
+/// On libzmq a frame over the limit is refused before it is read (`ZMQ_MAXMSGSIZE`): the
+/// connection that sent it is cut and counted as a peer lost, and the service reads on.
+#[cfg(feature = "libzmq")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_frame_over_the_message_limit_is_refused_before_it_is_read_and_its_peer_cut() {
+    let limits = WireLimits::default().max_message_bytes(4096);
+    let (running, monitor, mut peer, mut journal) = serve("lone-frame", limits).await;
+    let address = monitor.bound_address().unwrap();
+    send(&mut peer, vec![b"lone-frame".to_vec(), vec![b'x'; 5000]]).await;
+    crate::support::eventually(Duration::from_secs(10), "the sender's connection cut", || {
+        monitor.peers_lost() == 1
+    })
+    .await;
+    let mut next = PushSocket::new();
+    next.connect(&address).await.unwrap();
+    send(&mut next, vec![b"lone-frame".to_vec(), payment(1)]).await;
+    journal
+        .until("the next peer's message", |s| s.iter().any(|s| s.id == 1))
+        .await;
+    assert_eq!(monitor.refused(), 0, "libzmq refused it before the service saw it");
+    assert!(journal.seen.iter().all(|s| s.id == 1));
     running.shutdown().await.unwrap();
 }
 

@@ -1,0 +1,872 @@
+//! The libzmq sockets (`libzmq` feature): the only module that names the `zmq` binding's types.
+//!
+//! libzmq does most of what the transport needs by itself: a dialing socket reconnects with a
+//! backoff, a PUSH passes over a peer whose queue is full, a ROUTER refuses an identity it does
+//! not know, and a frame over the size limit is refused before it is allocated. What is left
+//! here is driving each socket from the one task that owns it without blocking a runtime
+//! thread, and reading its monitor: who is connected, and who left.
+//!
+//! A socket is driven through its notification descriptor (`ZMQ_FD`), which only signals that
+//! something changed: what the socket can do is asked of libzmq (`ZMQ_EVENTS`) before every
+//! wait, since a send or a receive can change it without a signal.
+//!
+//! Imports: its parent `transport`, and `endpoint`, `error`, `monitor`, `pattern` and `wire`.
+
+use std::{
+    os::fd::{AsRawFd, RawFd},
+    sync::{
+        Arc, LazyLock, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use ruststream::Bytes;
+use tokio::{
+    io::{Interest, unix::AsyncFd},
+    sync::{Notify, mpsc, watch},
+    time::{Instant, sleep_until},
+};
+
+use super::{DuplexSender, Outbound, Received, Release, SocketOptions, stopped};
+use crate::{
+    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
+};
+
+/// One libzmq context for the process: its I/O thread serves every socket.
+static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
+
+/// Numbers the monitor endpoints, which are process-wide names.
+static MONITORS: AtomicU64 = AtomicU64::new(0);
+
+/// How soon a dialing socket tries again after a failed or lost connection, and the most it
+/// backs off to.
+const RECONNECT: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
+
+/// How long a closed sending socket keeps trying to deliver what it already took.
+const LINGER: Duration = super::CLOSE_WAIT;
+
+/// A libzmq socket with its notification descriptor, which lives exactly as long as the socket.
+struct Owned {
+    socket: zmq::Socket,
+    signal: RawFd,
+}
+
+impl AsRawFd for Owned {
+    fn as_raw_fd(&self) -> RawFd {
+        self.signal
+    }
+}
+
+/// A libzmq socket registered with the runtime, driven by the task that owns it.
+struct Driven(AsyncFd<Owned>);
+
+impl Driven {
+    fn new(socket: zmq::Socket) -> Result<Self, zmq::Error> {
+        let signal = socket.get_fd()?;
+        // Registering a raw descriptor is sound only while it stays open: the registration
+        // owns the socket, and libzmq closes the descriptor only when the socket closes.
+        #[allow(deprecated)]
+        let registered = AsyncFd::with_interest(Owned { socket, signal }, Interest::READABLE)
+            .map_err(|_| zmq::Error::EMFILE)?;
+        Ok(Self(registered))
+    }
+
+    fn socket(&self) -> &zmq::Socket {
+        &self.0.get_ref().socket
+    }
+
+    /// Waits until the socket can do something in `wanted`; answers what it can do.
+    async fn ready(&mut self, wanted: zmq::PollEvents) -> zmq::PollEvents {
+        loop {
+            // Asking also takes in what libzmq signalled, so a signal that comes after this
+            // wakes the wait below.
+            if let Ok(events) = self.socket().get_events()
+                && events.intersects(wanted)
+            {
+                return events;
+            }
+            match self.0.readable_mut().await {
+                Ok(mut guard) => guard.clear_ready(),
+                // The runtime is shutting down: nothing more will be read or sent.
+                Err(_) => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    /// One whole message, if one is waiting.
+    fn try_recv(&self) -> Result<Option<Frames>, zmq::Error> {
+        let first = match self.socket().recv_bytes(zmq::DONTWAIT) {
+            Ok(first) => first,
+            Err(zmq::Error::EAGAIN) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let mut frames = vec![Bytes::from(first)];
+        // libzmq hands over a message whole: once its first frame is read, the rest are there.
+        while self.socket().get_rcvmore()? {
+            frames.push(Bytes::from(self.socket().recv_bytes(0)?));
+        }
+        Ok(Some(frames))
+    }
+
+    /// Sends one message if the socket takes it now; `false` when it has no room (no peer, or
+    /// the peer's queue is full).
+    fn try_send(&self, frames: &Frames) -> Result<bool, zmq::Error> {
+        // libzmq takes a message whole or not at all: only its first frame can be refused.
+        match self
+            .socket()
+            .send_multipart(frames.iter().map(|frame| &frame[..]), zmq::DONTWAIT)
+        {
+            Ok(()) => Ok(true),
+            Err(zmq::Error::EAGAIN) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// What a socket's monitor reports that the transport acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    /// A connection opened: accepted on a bound socket, made by a dialing one.
+    Opened,
+    /// A connection finished its handshake: messages flow.
+    Ready,
+    /// A connection closed.
+    Closed,
+    /// A connection failed its handshake (a protocol error, or refused credentials).
+    Refused,
+    /// The socket is gone: the monitor says nothing more.
+    Stopped,
+    Other,
+}
+
+impl Event {
+    /// Reads a monitor message by its first frame: the event (16 bits), then a value.
+    fn parse(first: &[u8]) -> Self {
+        let [low, high, ..] = *first else {
+            return Self::Other;
+        };
+        let code = u16::from_le_bytes([low, high]);
+        use zmq::SocketEvent as E;
+        match code {
+            c if c == E::ACCEPTED.to_raw() || c == E::CONNECTED.to_raw() => Self::Opened,
+            c if c == E::HANDSHAKE_SUCCEEDED.to_raw() => Self::Ready,
+            c if c == E::DISCONNECTED.to_raw() => Self::Closed,
+            c if c == E::HANDSHAKE_FAILED_AUTH.to_raw()
+                || c == E::HANDSHAKE_FAILED_PROTOCOL.to_raw()
+                || c == E::HANDSHAKE_FAILED_NO_DETAIL.to_raw() =>
+            {
+                Self::Refused
+            }
+            c if c == E::MONITOR_STOPPED.to_raw() => Self::Stopped,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Who a socket is connected to, as its monitor told.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Peers {
+    /// Connections open.
+    open: usize,
+    /// Whether a connection finished its handshake since the last time none was open.
+    ready: bool,
+}
+
+impl Peers {
+    /// Takes in one event; answers whether it was a connection lost.
+    fn note(&mut self, event: Event) -> bool {
+        match event {
+            Event::Opened => self.open += 1,
+            Event::Ready => self.ready = true,
+            Event::Closed => {
+                self.open = self.open.saturating_sub(1);
+                self.ready &= self.open > 0;
+                return true;
+            }
+            Event::Refused | Event::Stopped | Event::Other => {}
+        }
+        false
+    }
+
+    /// Whether the socket has a peer to send to: a dialing one once its handshake is done, a
+    /// bound one while a peer is connected.
+    fn reached(self, binds: bool) -> bool {
+        if binds { self.open > 0 } else { self.ready }
+    }
+}
+
+/// Who a socket is connected to, kept up to date by a thread of its own that reads the
+/// socket's monitor.
+///
+/// libzmq reports monitor events with a blocking send from its own threads: a monitor left
+/// unread, or closed while the socket still reports, would stall every socket of the process.
+/// So the watcher reads every event as it comes, and only stops at the last one, sent once the
+/// socket is gone.
+struct Watched {
+    peers: Mutex<Peers>,
+    /// Wakes whoever waits for a peer, or for a change of whether a send can wait.
+    changed: Notify,
+}
+
+impl Watched {
+    /// Attaches a monitor to `socket`, before it binds or dials so that no event is missed;
+    /// answers the socket the monitor reports to.
+    fn attach(socket: &zmq::Socket) -> Result<zmq::Socket, zmq::Error> {
+        use zmq::SocketEvent as E;
+        let endpoint = format!(
+            "inproc://ruststream-zmq-monitor-{}",
+            MONITORS.fetch_add(1, Ordering::Relaxed)
+        );
+        let wanted = [
+            E::ACCEPTED,
+            E::CONNECTED,
+            E::DISCONNECTED,
+            E::HANDSHAKE_SUCCEEDED,
+            E::HANDSHAKE_FAILED_AUTH,
+            E::HANDSHAKE_FAILED_PROTOCOL,
+            E::HANDSHAKE_FAILED_NO_DETAIL,
+            E::MONITOR_STOPPED,
+        ]
+        .iter()
+        .fold(0, |mask, event| mask | i32::from(event.to_raw()));
+        socket.monitor(&endpoint, wanted)?;
+        let events = CONTEXT.socket(zmq::PAIR)?;
+        events.connect(&endpoint)?;
+        Ok(events)
+    }
+
+    /// Starts the watcher of the socket whose monitor reports to `events`; it counts lost
+    /// peers on `monitor`.
+    fn start(
+        events: zmq::Socket,
+        role: Role,
+        address: &str,
+        binds: bool,
+        monitor: ZmqMonitor,
+    ) -> Result<Arc<Self>, zmq::Error> {
+        let watched = Arc::new(Self {
+            peers: Mutex::new(Peers::default()),
+            changed: Notify::new(),
+        });
+        let watcher = Arc::clone(&watched);
+        let address = address.to_owned();
+        std::thread::Builder::new()
+            .name("zmq-monitor".to_owned())
+            .spawn(move || {
+                while let Ok(event) = events.recv_bytes(0) {
+                    // The event's second frame names the connection's address.
+                    while events.get_rcvmore().unwrap_or(false) {
+                        let _ = events.recv_bytes(0);
+                    }
+                    let event = Event::parse(&event);
+                    if event == Event::Stopped {
+                        break;
+                    }
+                    watcher.take(event, role, &address, binds, &monitor);
+                }
+            })
+            .map_err(|_| zmq::Error::EMFILE)?;
+        Ok(watched)
+    }
+
+    fn take(&self, event: Event, role: Role, address: &str, binds: bool, monitor: &ZmqMonitor) {
+        if event == Event::Refused {
+            monitor.count_peer_refused();
+            tracing::debug!(endpoint = %address, socket = role.name(), "a peer failed its handshake");
+        }
+        let lost = self
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .note(event);
+        if lost {
+            monitor.count_peer_lost();
+            if binds {
+                tracing::debug!(endpoint = %address, socket = role.name(), "a peer left");
+            } else {
+                tracing::info!(endpoint = %address, socket = role.name(), "the peer went away; reconnecting");
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn now(&self) -> Peers {
+        *self.peers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn fault(err: zmq::Error) -> crate::error::SocketFault {
+    Box::new(err)
+}
+
+fn kind(role: Role) -> zmq::SocketType {
+    match role {
+        Role::Pull => zmq::PULL,
+        Role::Push => zmq::PUSH,
+        Role::Sub => zmq::SUB,
+        Role::Pub => zmq::PUB,
+        Role::Router => zmq::ROUTER,
+        Role::Dealer => zmq::DEALER,
+    }
+}
+
+fn millis(duration: Duration) -> i32 {
+    i32::try_from(duration.as_millis()).unwrap_or(i32::MAX)
+}
+
+/// A libzmq socket with its monitor, and what the transport keeps about it.
+struct Socket {
+    driven: Driven,
+    /// Who is connected, kept by the socket's watcher.
+    peers: Arc<Watched>,
+    monitor: ZmqMonitor,
+    /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
+    not_reading: NotReading,
+    role: Role,
+    address: String,
+    binds: bool,
+    options: SocketOptions,
+}
+
+impl Socket {
+    /// A libzmq socket for `role`, set up with `options`, and the socket its monitor reports
+    /// to; not yet bound or connected.
+    fn open(
+        role: Role,
+        address: &str,
+        topics: &[String],
+        options: SocketOptions,
+    ) -> Result<(zmq::Socket, zmq::Socket), zmq::Error> {
+        let socket = CONTEXT.socket(kind(role))?;
+        let queue = i32::try_from(options.peer_queue).unwrap_or(i32::MAX);
+        socket.set_sndhwm(queue)?;
+        socket.set_rcvhwm(queue)?;
+        socket.set_maxmsgsize(i64::try_from(options.max_message_bytes).unwrap_or(i64::MAX))?;
+        // Only a sending socket has something to deliver after it closes.
+        socket.set_linger(if matches!(role, Role::Pull | Role::Sub) {
+            0
+        } else {
+            millis(LINGER)
+        })?;
+        // A message waits for a peer that finished its handshake, not for one being dialed, so a
+        // send to a destination that is down fails by its deadline instead of queueing.
+        socket.set_immediate(true)?;
+        socket.set_handshake_ivl(millis(options.handshake_timeout))?;
+        if let Some((interval, timeout)) = options.heartbeat {
+            socket.set_heartbeat_ivl(millis(interval))?;
+            socket.set_heartbeat_timeout(millis(timeout))?;
+        }
+        socket.set_reconnect_ivl(millis(RECONNECT))?;
+        socket.set_reconnect_ivl_max(millis(RECONNECT_MAX))?;
+        if address.contains('[') {
+            socket.set_ipv6(true)?;
+        }
+        if role == Role::Router {
+            // An answer to an identity that left fails, and one to a full peer fails at once,
+            // rather than being dropped without a word.
+            socket.set_router_mandatory(true)?;
+        }
+        for topic in topics {
+            socket.set_subscribe(topic.as_bytes())?;
+        }
+        let events = Watched::attach(&socket)?;
+        Ok((socket, events))
+    }
+
+    /// Drives a bound or dialing `socket` on `address`, and watches its monitor.
+    fn start(
+        (socket, events): (zmq::Socket, zmq::Socket),
+        role: Role,
+        address: String,
+        binds: bool,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<Self, zmq::Error> {
+        Ok(Self {
+            peers: Watched::start(events, role, &address, binds, monitor.clone())?,
+            monitor,
+            not_reading: NotReading::default(),
+            driven: Driven::new(socket)?,
+            role,
+            address,
+            binds,
+            options,
+        })
+    }
+
+    fn bind(
+        role: Role,
+        address: &str,
+        topics: &[String],
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<(Self, String), ZmqError> {
+        let failed = |err| ZmqError::Bind {
+            endpoint: address.to_owned(),
+            source: fault(err),
+        };
+        let opened = Self::open(role, address, topics, options).map_err(failed)?;
+        opened.0.bind(&bind_form(address)).map_err(failed)?;
+        let resolved = match opened.0.get_last_endpoint() {
+            Ok(Ok(resolved)) => resolved,
+            _ => address.to_owned(),
+        };
+        let socket = Self::start(opened, role, resolved.clone(), true, monitor, options);
+        Ok((socket.map_err(failed)?, resolved))
+    }
+
+    fn dial(
+        role: Role,
+        address: &str,
+        topics: &[String],
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<Self, ZmqError> {
+        let failed = |err| ZmqError::Connect {
+            endpoint: address.to_owned(),
+            source: fault(err),
+        };
+        let opened = Self::open(role, address, topics, options).map_err(failed)?;
+        // libzmq dials in the background, and again whenever the peer goes away.
+        opened.0.connect(address).map_err(failed)?;
+        Self::start(opened, role, address.to_owned(), false, monitor, options).map_err(failed)
+    }
+
+    /// Waits until the socket has a peer: a dialing one finished its handshake, a bound one
+    /// has a peer connected.
+    async fn reach(&mut self) {
+        loop {
+            let changed = self.peers.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.reached() {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    fn reached(&self) -> bool {
+        self.peers.now().reached(self.binds)
+    }
+
+    /// Why a send did not leave by its deadline.
+    fn not_taken(&self) -> ZmqError {
+        let why = if self.reached() {
+            format!(
+                "the peer is not reading: its queue of {} messages is full",
+                self.options.peer_queue
+            )
+        } else {
+            "no peer is connected".to_owned()
+        };
+        ZmqError::Send {
+            endpoint: self.address.clone(),
+            source: why.into(),
+        }
+    }
+
+    fn send_failed(&self, err: zmq::Error) -> ZmqError {
+        match err {
+            zmq::Error::EHOSTUNREACH => ZmqError::UnknownPeer {
+                endpoint: self.address.clone(),
+            },
+            err => ZmqError::Send {
+                endpoint: self.address.clone(),
+                source: fault(err),
+            },
+        }
+    }
+
+    /// Sends one message, waiting up to `deadline` for room: for a peer to connect, or for a
+    /// full peer to read. A dialing PUB waits for its handshake, since a PUB drops what it has
+    /// no subscriber for.
+    async fn send(&mut self, frames: &Frames, deadline: Instant) -> Result<(), ZmqError> {
+        if frames.is_empty() {
+            return Ok(());
+        }
+        loop {
+            let changed = self.peers.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let waits_for_handshake = self.role == Role::Pub && !self.binds && !self.reached();
+            if !waits_for_handshake {
+                match self.driven.try_send(frames) {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {}
+                    Err(err) => return Err(self.send_failed(err)),
+                }
+            }
+            tokio::select! {
+                _ = self.driven.ready(zmq::POLLOUT), if !waits_for_handshake => {}
+                () = changed => {}
+                () = sleep_until(deadline) => return Err(self.not_taken()),
+            }
+        }
+    }
+
+    /// The next message.
+    async fn recv(&mut self) -> Frames {
+        loop {
+            match self.driven.try_recv() {
+                Ok(Some(frames)) => return frames,
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::debug!(endpoint = %self.address, socket = self.role.name(), error = %err, "a read failed");
+                }
+            }
+            self.driven.ready(zmq::POLLIN).await;
+        }
+    }
+}
+
+/// A socket that receives: bound, or dialing and reconnecting whenever its peer goes away.
+pub(crate) struct Reader(Socket);
+
+impl Reader {
+    /// Binds `address`; answers the reader and the address it really listens on (port 0
+    /// resolved). A SUB subscribes to `topics`.
+    pub(crate) async fn bind(
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<(Self, String), ZmqError> {
+        let (socket, resolved) = Socket::bind(role, address, &topics, monitor, options)?;
+        Ok((Self(socket), resolved))
+    }
+
+    /// A reader that dials `address`, in the background and again whenever the peer goes away.
+    pub(crate) async fn dial(
+        role: Role,
+        address: &str,
+        topics: Vec<String>,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<Self, ZmqError> {
+        Socket::dial(role, address, &topics, monitor, options).map(Self)
+    }
+
+    /// The next message.
+    pub(crate) async fn recv(&mut self) -> Frames {
+        self.0.recv().await
+    }
+
+    /// Closes the socket and all its connections.
+    pub(crate) async fn close(self) {
+        drop(self);
+    }
+}
+
+/// A socket that sends: bound, or dialing and reconnecting whenever its peer goes away.
+pub(crate) struct Writer(Socket);
+
+impl Writer {
+    /// Binds `address`; answers the writer and the address it really listens on.
+    pub(crate) async fn bind(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<(Self, String), ZmqError> {
+        let (socket, resolved) = Socket::bind(role, address, &[], monitor, options)?;
+        Ok((Self(socket), resolved))
+    }
+
+    /// A writer that dials `address`, in the background.
+    pub(crate) async fn dial(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<Self, ZmqError> {
+        Socket::dial(role, address, &[], monitor, options).map(Self)
+    }
+
+    /// Sends one message, waiting up to `patience` for a peer with room; then fails, naming
+    /// the endpoint and whether no peer was there or the peer was not reading.
+    pub(crate) async fn send(
+        &mut self,
+        frames: Frames,
+        patience: Duration,
+    ) -> Result<(), ZmqError> {
+        self.0.send(&frames, Instant::now() + patience).await
+    }
+
+    /// Waits until the socket has a peer again.
+    pub(crate) async fn reach(&mut self) {
+        self.0.reach().await;
+    }
+
+
+    /// Takes in what the socket's monitor reported since the last look: nothing to do, its
+    /// watcher keeps it up to date.
+    #[expect(clippy::unused_async, reason = "the same call as on the other backend")]
+    pub(crate) async fn look(&mut self) {}
+
+    /// Closes the socket; libzmq keeps delivering what it took for a short while.
+    pub(crate) async fn close(self) {
+        drop(self);
+    }
+}
+
+/// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
+/// reply can leave while requests wait to be handled.
+pub(crate) struct Duplex(Socket);
+
+impl Duplex {
+    /// Binds `address`; answers the socket and the address it really listens on.
+    pub(crate) async fn bind(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<(Self, String), ZmqError> {
+        let (socket, resolved) = Socket::bind(role, address, &[], monitor, options)?;
+        Ok((Self(socket), resolved))
+    }
+
+    /// A socket that dials `address`, in the background.
+    pub(crate) async fn dial(
+        role: Role,
+        address: &str,
+        monitor: ZmqMonitor,
+        options: SocketOptions,
+    ) -> Result<Self, ZmqError> {
+        Socket::dial(role, address, &[], monitor, options).map(Self)
+    }
+
+    /// Starts the socket: answers the handle that sends through it, and the task to spawn,
+    /// which hands every received message to `inbound` and ends at shutdown.
+    ///
+    /// A ROUTER never waits for one peer: an answer to a peer whose queue is full fails at
+    /// once, so the other requesters keep being answered. A DEALER's request waits for room up
+    /// to its deadline, while the socket goes on reading answers.
+    pub(crate) fn run(
+        self,
+        inbound: mpsc::Sender<Received>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
+        let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
+        let mut this = self.0;
+        let task = async move {
+            // One received message waits here while the handler side is full.
+            let mut pending: Option<Frames> = None;
+            // One send waits here for room (a DEALER with no responder yet).
+            let mut waiting: Option<Outbound> = None;
+            loop {
+                let mut wanted = zmq::PollEvents::empty();
+                if pending.is_none() {
+                    wanted |= zmq::POLLIN;
+                }
+                if waiting.is_some() {
+                    wanted |= zmq::POLLOUT;
+                }
+                let deadline = waiting.as_ref().map(|(_, deadline, _)| *deadline);
+                tokio::select! {
+                    biased;
+                    () = stopped(&mut shutdown) => break,
+                    () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                        if let Some((_, _, done)) = waiting.take() {
+                            let _ = done.send(Err(this.not_taken()));
+                        }
+                    }
+                    Some(outbound) = outbox.recv(), if waiting.is_none() => {
+                        waiting = this.offer(outbound);
+                    }
+                    permit = inbound.reserve(), if pending.is_some() => match permit {
+                        Ok(permit) => permit.send(Received {
+                            frames: pending.take().unwrap_or_default(),
+                            release: Release::default(),
+                        }),
+                        Err(_) => break,
+                    },
+                    events = this.driven.ready(wanted), if !wanted.is_empty() => {
+                        if events.contains(zmq::POLLOUT)
+                            && let Some(outbound) = waiting.take()
+                        {
+                            waiting = this.offer(outbound);
+                        }
+                        if events.contains(zmq::POLLIN) && pending.is_none() {
+                            match this.driven.try_recv() {
+                                Ok(received) => pending = received,
+                                Err(err) => tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed"),
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some((_, _, done)) = waiting {
+                let _ = done.send(Err(ZmqError::ShutDown { what: "a socket" }));
+            }
+        };
+        (sender, task)
+    }
+}
+
+impl Socket {
+    /// Tries a duplex socket's send once: answers it when it must wait for room (a DEALER),
+    /// and settles it otherwise.
+    fn offer(&mut self, (frames, deadline, done): Outbound) -> Option<Outbound> {
+        let outcome = if Instant::now() >= deadline {
+            Err(ZmqError::Send {
+                endpoint: self.address.clone(),
+                source: "its deadline passed before its turn came".into(),
+            })
+        } else {
+            match self.driven.try_send(&frames) {
+                Ok(true) => {
+                    self.answered(&frames);
+                    Ok(())
+                }
+                Ok(false) if self.role == Role::Dealer => return Some((frames, deadline, done)),
+                // A ROUTER's peer with a full queue: waiting would hold up every other answer.
+                Ok(false) => Err(self.not_reading(&frames)),
+                Err(err) => Err(self.send_failed(err)),
+            }
+        };
+        let _ = done.send(outcome);
+        None
+    }
+}
+
+impl Socket {
+    /// A ROUTER's answer to a requester that is not reading is dropped: counted, and warned
+    /// about once until that requester reads again.
+    fn not_reading(&mut self, frames: &Frames) -> ZmqError {
+        self.monitor.count_dropped_not_reading();
+        let identity = frames.first().cloned().unwrap_or_default();
+        if self.not_reading.dropped(identity) {
+            tracing::warn!(
+                endpoint = %self.address,
+                rule = "peer-not-reading",
+                queue = self.options.peer_queue,
+                "a requester is not reading its answers: they are dropped until it reads again"
+            );
+        }
+        ZmqError::Send {
+            endpoint: self.address.clone(),
+            source: format!(
+                "the requester is not reading: its queue of {} answers is full",
+                self.options.peer_queue
+            )
+            .into(),
+        }
+    }
+
+    /// An answer left: a requester that was not reading reads again.
+    fn answered(&mut self, frames: &Frames) {
+        if self.role != Role::Router || self.not_reading.is_empty() {
+            return;
+        }
+        if let Some(dropped) = frames.first().and_then(|id| self.not_reading.reads_again(id)) {
+            tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
+        }
+    }
+}
+
+/// The requesters whose answers are being dropped, and how many so far: one warning when an
+/// episode begins, one line when it ends. Bounded: past [`NotReading::MOST`] requesters at once,
+/// a new one's episode goes unrecorded (its drops are still counted and returned as errors).
+#[derive(Debug, Default)]
+struct NotReading(std::collections::HashMap<Bytes, u64>);
+
+impl NotReading {
+    const MOST: usize = 1_024;
+
+    /// An answer to `identity` was dropped; answers whether that began an episode.
+    fn dropped(&mut self, identity: Bytes) -> bool {
+        if let Some(dropped) = self.0.get_mut(&identity) {
+            *dropped += 1;
+            return false;
+        }
+        if self.0.len() < Self::MOST {
+            self.0.insert(identity, 1);
+        }
+        true
+    }
+
+    /// An answer to `identity` left; answers how many were dropped, if that ended an episode.
+    fn reads_again(&mut self, identity: &Bytes) -> Option<u64> {
+        self.0.remove(identity)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: zmq::SocketEvent) -> Vec<u8> {
+        let mut first = kind.to_raw().to_le_bytes().to_vec();
+        first.extend_from_slice(&7_u32.to_le_bytes());
+        first
+    }
+
+    #[test]
+    fn monitor_messages_read_as_the_events_the_transport_acts_on() {
+        use zmq::SocketEvent as E;
+        assert_eq!(Event::parse(&event(E::ACCEPTED)), Event::Opened);
+        assert_eq!(Event::parse(&event(E::CONNECTED)), Event::Opened);
+        assert_eq!(Event::parse(&event(E::HANDSHAKE_SUCCEEDED)), Event::Ready);
+        assert_eq!(Event::parse(&event(E::DISCONNECTED)), Event::Closed);
+        assert_eq!(Event::parse(&event(E::HANDSHAKE_FAILED_AUTH)), Event::Refused);
+        assert_eq!(Event::parse(&event(E::MONITOR_STOPPED)), Event::Stopped);
+        assert_eq!(Event::parse(&event(E::LISTENING)), Event::Other);
+        assert_eq!(Event::parse(&[]), Event::Other);
+        assert_eq!(Event::parse(b"x"), Event::Other);
+    }
+
+    #[test]
+    fn a_dialing_socket_is_reached_from_its_handshake_until_its_connection_closes() {
+        let mut peers = Peers::default();
+        assert!(!peers.note(Event::Opened));
+        assert!(!peers.reached(false), "connected but not yet through the handshake");
+        peers.note(Event::Ready);
+        assert!(peers.reached(false));
+        assert!(peers.note(Event::Closed), "a closed connection is a peer lost");
+        assert!(!peers.reached(false));
+    }
+
+    #[test]
+    fn a_requester_that_is_not_reading_is_warned_about_once_an_episode() {
+        let mut episodes = NotReading::default();
+        let slow = Bytes::from_static(b"slow");
+        assert!(episodes.dropped(slow.clone()), "the first drop begins an episode");
+        assert!(!episodes.dropped(slow.clone()));
+        assert!(!episodes.dropped(slow.clone()));
+        assert!(episodes.dropped(Bytes::from_static(b"other")), "one episode a requester");
+        assert_eq!(episodes.reads_again(&slow), Some(3));
+        assert_eq!(episodes.reads_again(&slow), None, "the episode ended");
+        assert!(episodes.dropped(slow), "a new episode begins");
+    }
+
+    #[test]
+    fn episodes_are_bounded_and_a_requester_past_the_bound_still_warns() {
+        let mut episodes = NotReading::default();
+        for n in 0..NotReading::MOST + 10 {
+            assert!(episodes.dropped(Bytes::from(n.to_le_bytes().to_vec())));
+        }
+        assert_eq!(episodes.0.len(), NotReading::MOST);
+    }
+
+    #[test]
+    fn a_bound_socket_is_reached_while_any_peer_is_connected() {
+        let mut peers = Peers::default();
+        peers.note(Event::Opened);
+        peers.note(Event::Opened);
+        peers.note(Event::Closed);
+        assert!(peers.reached(true));
+        peers.note(Event::Closed);
+        assert!(!peers.reached(true));
+        // A report of a close the monitor never opened does not wrap around.
+        assert!(peers.note(Event::Closed));
+        assert_eq!(peers.open, 0);
+    }
+}

@@ -1,0 +1,249 @@
+//! The libzmq backend against the faults the `zeromq` client cannot survive or notice (the
+//! counterparts of `heartbeat` and of the frame-length attack in `hostile`), and a requester that
+//! stops reading its answers beside others that read.
+
+use std::time::{Duration, Instant};
+
+use ruststream::{Broker, ConnectedBroker, Subscribe};
+use ruststream_zmq::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::{
+    hostile::{raw_push, short_frame},
+    support::{Deadline, PyPeer, STEP, Tap, json_of, logs},
+};
+
+fn count(events: &[String], event: &str) -> usize {
+    events.iter().filter(|e| *e == event).count()
+}
+
+/// Waits until `done`, polling, or fails naming `what` after `within`.
+async fn until(within: Duration, what: &str, done: impl Fn() -> bool) {
+    let deadline = Deadline::after(within, what);
+    while !done() {
+        deadline.check();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeating_libzmq_peer_stays_connected_through_100_pings_and_loses_nothing() {
+    logs();
+    const INTERVAL_MS: u64 = 20;
+    const PINGS: u64 = 100;
+    let interval = Duration::from_millis(INTERVAL_MS);
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .heartbeat(interval, interval * 10)
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut tap = Tap::new(connected.subscribe("beats").await.unwrap());
+    let heartbeats = json!({"HEARTBEAT_IVL": INTERVAL_MS, "HEARTBEAT_TIMEOUT": INTERVAL_MS * 10});
+    let mut peer = PyPeer::connect("PUSH", &monitor.bound_address().unwrap(), heartbeats).await;
+
+    // Messages spread over 100 intervals: both sides PING at every one of them in between.
+    let started = Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < interval * PINGS as u32 {
+        sent += 1;
+        peer.send(&[b"beats", json!({ "n": sent }).to_string().as_bytes()])
+            .await;
+        tokio::time::sleep(interval * 5).await;
+    }
+    let mut arrived = Vec::new();
+    while arrived.len() < sent {
+        arrived.push(json_of(&tap.expect("every beat").await)["n"].as_u64().unwrap() as usize);
+    }
+    assert_eq!(arrived, (1..=sent).collect::<Vec<_>>(), "all, in order");
+    let events = peer.events().await;
+    println!(
+        "{sent} messages over {:?} of {INTERVAL_MS} ms heartbeats: peer events {events:?}",
+        started.elapsed()
+    );
+    assert_eq!(count(&events, "DISCONNECTED"), 0, "{events:?}");
+    assert_eq!(count(&events, "HANDSHAKE_SUCCEEDED"), 1, "{events:?}");
+    assert_eq!(monitor.peers_lost(), 0);
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_stopped_with_sigstop_is_found_dead_by_the_heartbeat_timeout_and_counted() {
+    logs();
+    let (interval, timeout) = (Duration::from_millis(100), Duration::from_millis(500));
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .heartbeat(interval, timeout)
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    // The peer sets no heartbeat of its own: libzmq answers a PING whatever its options.
+    let mut peer = PyPeer::connect("PUSH", &monitor.bound_address().unwrap(), json!({})).await;
+    peer.send(&[b"jobs", br#"{"n":1}"#]).await;
+    tap.expect("the peer's message").await;
+
+    peer.pause();
+    let stopped = Instant::now();
+    // A busy machine may add a second to the timer's own interval and timeout.
+    until(timeout + interval + Duration::from_secs(1), "the stopped peer cut", || {
+        monitor.peers_lost() == 1
+    })
+    .await;
+    let noticed = stopped.elapsed();
+    println!("a peer stopped with SIGSTOP was cut after {noticed:?} (timeout {timeout:?})");
+    assert!(noticed >= timeout - interval, "cut before the timeout: {noticed:?}");
+    peer.resume();
+    peer.kill().await;
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_connects_and_says_nothing_is_cut_at_the_handshake_timeout() {
+    logs();
+    let handshake = Duration::from_millis(300);
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .handshake_timeout(handshake)
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let _subscriber = connected.subscribe("jobs").await.unwrap();
+    let address = monitor.bound_address().unwrap();
+    let mut silent = tokio::net::TcpStream::connect(address.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    let opened = Instant::now();
+    // The service greets first; the connection ends when it gives up on the rest.
+    let mut greeting = Vec::new();
+    let read = tokio::time::timeout(STEP, silent.read_to_end(&mut greeting)).await;
+    let cut = opened.elapsed();
+    assert!(
+        matches!(read, Ok(Ok(_)) | Ok(Err(_))),
+        "the silent connection was still open after {STEP:?}"
+    );
+    println!("a silent peer was cut after {cut:?} (handshake timeout {handshake:?})");
+    assert!(cut >= handshake, "cut before the handshake timeout: {cut:?}");
+    until(STEP, "the silent peer counted", || {
+        monitor.peers_refused() == 1 && monitor.peers_lost() == 1
+    })
+    .await;
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_announcing_a_frame_of_1_tib_is_cut_before_anything_is_allocated_and_the_service_serves_on()
+ {
+    logs();
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let address = monitor.bound_address().unwrap();
+    let mut attacker = raw_push(&address).await;
+    let good = |n: u8| {
+        let mut frames = short_frame(b"jobs", true);
+        frames.extend(short_frame(format!(r#"{{"n":{n}}}"#).as_bytes(), false));
+        frames
+    };
+    attacker.write_all(&good(1)).await.unwrap();
+    assert_eq!(json_of(&tap.expect("the raw peer's good message").await)["n"], 1);
+
+    // A long frame header: flags 0x02 (LONG), then a length of 1 TiB; no body follows.
+    let mut header = vec![0x02];
+    header.extend((1u64 << 40).to_be_bytes());
+    attacker.write_all(&header).await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(STEP, attacker.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(_)) | Ok(Err(_))),
+        "the attacker's connection was still open after {STEP:?}"
+    );
+    until(STEP, "the attacker counted as a peer lost", || {
+        monitor.peers_lost() == 1
+    })
+    .await;
+
+    let mut next = raw_push(&address).await;
+    next.write_all(&good(2)).await.unwrap();
+    assert_eq!(json_of(&tap.expect("the next peer's message").await)["n"], 2);
+    connected.shutdown().await.unwrap();
+}
+
+#[derive(Debug, Serialize, Deserialize, Outgoing)]
+struct Padded {
+    id: u64,
+    pad: String,
+}
+
+#[subscriber(Responder::<Bound>, reply("reply"))]
+async fn echo(ask: &Padded) -> Padded {
+    Padded {
+        id: ask.id,
+        pad: ask.pad.clone(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requester_that_never_reads_costs_the_others_nothing_and_its_dropped_answers_are_counted()
+ {
+    logs();
+    const STALLED_REQUESTS: usize = 400;
+    const PAD: usize = 64 << 10;
+    let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).peer_queue(4);
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("echo", "0.1.0"))
+        .with_broker(broker, |b| {
+            b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
+                .out_reply(Publish)
+                .transform(ToRequester);
+        });
+    let running = app.start().await.unwrap();
+    let address = monitor.bound_address().unwrap();
+
+    // A requester that reads nothing, with the smallest queue of its own: 400 requests of 64 KiB
+    // ask for 25 MiB of answers, far more than its queue and the connection's buffers hold.
+    let mut stalled = PyPeer::connect("DEALER", &address, json!({"RCVHWM": 1})).await;
+    let request = json!({"id": 0, "pad": "x".repeat(PAD)}).to_string();
+    let sent = stalled
+        .call(json!({
+            "op": "send",
+            "frames": ["echo", "", request],
+            "times": STALLED_REQUESTS,
+        }))
+        .await;
+    assert!(sent["sent"].is_u64(), "{sent}");
+    until(STEP * 2, "answers to the stalled requester dropped", || {
+        monitor.dropped_not_reading() > 0
+    })
+    .await;
+
+    // Meanwhile every other requester is answered, each within a second.
+    let mut healthy = PyPeer::connect("DEALER", &address, json!({})).await;
+    for id in 1..=20u64 {
+        let asked = Instant::now();
+        let ask = json!({"id": id, "pad": "y"}).to_string();
+        healthy.send(&[b"echo", b"", ask.as_bytes()]).await;
+        let answer = healthy.expect("the healthy requester's answer").await;
+        let answered = asked.elapsed();
+        assert_eq!(answer.payload()["id"], id);
+        assert!(answered < Duration::from_secs(1), "answer {id} took {answered:?}");
+    }
+    let dropped = monitor.dropped_not_reading();
+    println!(
+        "{STALLED_REQUESTS} requests of {PAD} bytes from a requester that never reads: {dropped} \
+         answers dropped, {} sent; 20 answers to another requester, each within a second",
+        monitor.sent()
+    );
+    assert!(dropped >= 1);
+    assert!(
+        monitor.send_failures() >= dropped,
+        "every dropped answer is a send failure too"
+    );
+    let _: Value = stalled.call(json!({"op": "events"})).await;
+    running.shutdown().await.unwrap();
+}
