@@ -13,3 +13,4 @@ export RUSTSTREAM_ZMQ_PYTHON="$PWD/.venv/bin/python"
 
 cargo test --all-features --all-targets
 cargo test --all-features --doc
+scripts/check-template.sh
