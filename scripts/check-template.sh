@@ -49,6 +49,7 @@ cp Cargo.lock "$dest/Cargo.lock"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 cd "$dest"
+cargo fmt --check
 # A warning in the rendered service is a defect of the template: fail on one.
 log="$work/check.log"
 cargo check --all-targets 2>&1 | tee "$log"

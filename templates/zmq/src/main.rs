@@ -41,7 +41,7 @@ async fn charge(payment: &Payment, Ctx(attempt): Ctx<Attempt>) -> HandlerOutcome
 
 #[subscriber("payments.dead")]
 async fn park(payment: &Payment) -> HandlerOutcome {
-    tracing::error!(payment.id, "parked on the dead-letter queue for a person to look at");
+    tracing::error!(payment.id, "parked for a person to look at");
     HandlerOutcome::ack()
 }
 
@@ -97,7 +97,10 @@ mod tests {
     -> Result<(), Box<dyn std::error::Error>> {
         let tb = TestApp::start(app()).await?;
         let payments = tb.broker_named("payments");
-        let payment = Payment { id: 2, amount: 20_000 };
+        let payment = Payment {
+            id: 2,
+            amount: 20_000,
+        };
         payments.message(&payment).to("payments").publish().await?;
         tb.advance(Duration::from_secs(1)).await?;
         tb.advance(Duration::from_secs(1)).await?;
