@@ -45,9 +45,12 @@ async fn park(payment: &Payment) -> HandlerOutcome {
     HandlerOutcome::ack()
 }
 
+/// The service's name, as its logs and its AsyncAPI document give it.
+const SERVICE: &str = "{{project-name}}";
+
 #[ruststream::app]
 fn app() -> impl App {
-    RustStream::new(AppInfo::new("{{project-name}}", env!("CARGO_PKG_VERSION")))
+    RustStream::new(AppInfo::new(SERVICE, env!("CARGO_PKG_VERSION")))
         .with_broker_labeled(
             "payments",
             ZmqQueue::new(ZmqEndpoint::bind("tcp://0.0.0.0:5555")),
