@@ -119,7 +119,11 @@ fn their(message: &theirs::ZmqMessage) -> Seen {
     Seen::of(message.name(), message)
 }
 
-fn outgoing<'a>(name: &'a str, headers: &[(&str, &str)], payload: &[u8]) -> OutgoingMessage<'a, BytesMut> {
+fn outgoing<'a>(
+    name: &'a str,
+    headers: &[(&str, &str)],
+    payload: &[u8],
+) -> OutgoingMessage<'a, BytesMut> {
     let mut map = HeaderMap::new();
     for (header, value) in headers {
         map.insert((*header).to_owned(), (*value).to_owned());
@@ -455,7 +459,10 @@ async fn a_ruststream_zeromq_responder_answers_the_requester_of_this_crate() {
         let mut stream = std::pin::pin!(requests.stream());
         while let Some(Ok(request)) = stream.next().await {
             let reply_to = request.headers().get_str("reply-to").unwrap().to_owned();
-            let correlation = request.headers().get_str("correlation-id").map(str::to_owned);
+            let correlation = request
+                .headers()
+                .get_str("correlation-id")
+                .map(str::to_owned);
             let mut headers = vec![("x-answered-by", "ruststream-zeromq")];
             if let Some(correlation) = &correlation {
                 headers.push(("correlation-id", correlation));
