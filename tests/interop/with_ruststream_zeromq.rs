@@ -21,7 +21,7 @@ use ruststream_zmq::{ZmqEndpoint, ZmqFanout, ZmqQueue, ZmqRpc};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{Deadline, STEP, logs};
+use crate::support::{Deadline, PyPeer, STEP, logs};
 
 /// One delivery as a subscription of either crate handed it over.
 #[derive(Debug, Clone, PartialEq)]
@@ -228,13 +228,28 @@ async fn a_queue_publisher_of_this_crate_reaches_a_bound_ruststream_zeromq_queue
     other.shutdown().await.unwrap();
 }
 
-/// The one difference on the one-way wire: this crate refuses a message over its
-/// `WireLimits` (8 MiB by default) and goes on with the next; `ruststream-zeromq` has no limit
-/// and takes it.
+/// 129 header lines: one over this crate's `max_header_lines`.
+fn many_headers() -> Vec<(String, String)> {
+    (0..129)
+        .map(|n| (format!("x-h{n}"), n.to_string()))
+        .collect()
+}
+
+fn borrowed(headers: &[(String, String)]) -> Vec<(&str, &str)> {
+    headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect()
+}
+
+/// Where the two differ on the one-way wire: this crate refuses a message over its
+/// `WireLimits` (8 MiB a message, 128 header lines by default), counts it by rule and goes on
+/// with the next; `ruststream-zeromq` has no limits and takes both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_over_this_crates_limit_crosses_towards_ruststream_zeromq_only() {
+async fn messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only() {
     logs();
     let big = vec![b'x'; 9 << 20];
+    let many = many_headers();
 
     // Towards this crate: refused by rule and counted, and the next message arrives.
     let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
@@ -255,16 +270,25 @@ async fn a_message_over_this_crates_limit_crosses_towards_ruststream_zeromq_only
         .await
         .unwrap();
     publisher
+        .publish(outgoing("payments", &borrowed(&many), b"{}"), None)
+        .await
+        .unwrap();
+    publisher
         .publish(outgoing("payments", &[], br#"{"id":3}"#), None)
         .await
         .unwrap();
-    let next = inbox.expect("the message behind the big one").await;
-    assert_eq!(next.json(), json!({"id": 3}), "the big one never arrives");
+    let next = inbox.expect("the message behind the refused ones").await;
+    assert_eq!(
+        next.json(),
+        json!({"id": 3}),
+        "the refused ones never arrive"
+    );
     assert_eq!(monitor.refused_by("max-message-bytes"), 1);
+    assert_eq!(monitor.refused_by("max-header-lines"), 1);
     other.shutdown().await.unwrap();
     connected.shutdown().await.unwrap();
 
-    // Towards ruststream-zeromq: this crate's publisher sends it, the other reads it whole.
+    // Towards ruststream-zeromq: this crate's publisher sends both, the other reads them whole.
     let other = theirs::ZmqQueue::new(theirs::ZmqEndpoint::bind("tcp://127.0.0.1:0"))
         .connect()
         .await
@@ -274,15 +298,91 @@ async fn a_message_over_this_crates_limit_crosses_towards_ruststream_zeromq_only
         .connect()
         .await
         .unwrap();
-    connected
-        .publisher()
+    let publisher = connected.publisher();
+    publisher
         .publish(outgoing("payments", &[], &big), None)
+        .await
+        .unwrap();
+    publisher
+        .publish(outgoing("payments", &borrowed(&many), b"{}"), None)
         .await
         .unwrap();
     let arrived = inbox.expect("the 9 MiB message").await;
     assert_eq!(arrived.payload.len(), big.len());
     assert!(arrived.payload == big);
+    let arrived = inbox.expect("the message of 129 headers").await;
+    assert_eq!(arrived.headers, many);
     connected.shutdown().await.unwrap();
+    other.shutdown().await.unwrap();
+}
+
+/// Neither crate's publisher writes anything but three frames, but a peer of another kind
+/// (pyzmq here) may, and the two read its frames differently: a lone frame is a payload here
+/// (under the subscription's name) and a name with no payload there; a fourth frame is refused
+/// here and dropped unread there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_frame_and_a_fourth_frame_from_a_third_peer_read_differently_on_the_two_crates() {
+    logs();
+    let lone: &[&[u8]] = &[br#"{"id":1}"#];
+    let four: &[&[u8]] = &[b"payments", b"x-tenant: acme", br#"{"id":2}"#, b"extra"];
+    let marker: &[&[u8]] = &[b"payments", b"", br#"{"id":3}"#];
+
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut inbox = Inbox::new(connected.subscribe("payments").await.unwrap(), ours);
+    let mut push = PyPeer::connect("PUSH", &monitor.bound_address().unwrap(), json!({})).await;
+    for frames in [lone, four, marker] {
+        push.send(frames).await;
+    }
+    let first = inbox.expect("the lone frame").await;
+    assert_eq!(
+        (first.name.as_str(), first.json()),
+        ("payments", json!({"id": 1})),
+        "here a lone frame is the payload, under the subscription's name"
+    );
+    let next = inbox.expect("the marker").await;
+    assert_eq!(
+        next.json(),
+        json!({"id": 3}),
+        "the four frames never arrive"
+    );
+    assert_eq!(monitor.refused_by("frame-count"), 1);
+    drop(push);
+    connected.shutdown().await.unwrap();
+
+    let other = theirs::ZmqQueue::new(theirs::ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let mut inbox = Inbox::new(other.subscribe("payments").await.unwrap(), their);
+    let mut push = PyPeer::connect("PUSH", &other.bound_address().unwrap(), json!({})).await;
+    for frames in [lone, four, marker] {
+        push.send(frames).await;
+    }
+    let first = inbox.expect("the lone frame").await;
+    assert_eq!(
+        first,
+        Seen {
+            name: r#"{"id":1}"#.into(),
+            headers: Vec::new(),
+            payload: Vec::new(),
+        },
+        "there a lone frame is a name with an empty payload"
+    );
+    let second = inbox.expect("the four frames").await;
+    assert_eq!(
+        second,
+        Seen {
+            name: "payments".into(),
+            headers: pairs(&[("x-tenant", "acme")]),
+            payload: br#"{"id":2}"#.to_vec(),
+        },
+        "there the fourth frame is dropped unread"
+    );
+    assert_eq!(inbox.expect("the marker").await.json(), json!({"id": 3}));
     other.shutdown().await.unwrap();
 }
 
