@@ -492,53 +492,105 @@ async fn a_bound_fanout_publisher_of_this_crate_reaches_a_ruststream_zeromq_subs
     connected.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ruststream_zeromq_requester_is_answered_by_a_responder_service_of_this_crate() {
-    logs();
-    // `quotes`: answers {"id": n} with {"id": n, "price": n * 10}, through `ToRequester`.
-    let (running, address) = crate::rpc::bound_responder().await;
-    let other = theirs::ZmqRpc::new(theirs::ZmqEndpoint::connect(address))
+mod responder {
+    //! A responder service of this crate, called by a `ruststream-zeromq` requester.
+
+    use ruststream_zmq::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    pub struct Ask {
+        pub id: u64,
+    }
+
+    #[derive(Debug, Serialize, Outgoing)]
+    pub struct Quote {
+        pub id: u64,
+        pub price: u64,
+    }
+
+    #[subscriber(Responder::<Bound>, reply("reply"))]
+    async fn quote(ask: &Ask) -> Quote {
+        Quote {
+            id: ask.id,
+            price: ask.id * 10,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_ruststream_zeromq_requester_is_answered_by_a_responder_service_of_this_crate() {
+        logs();
+        let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+        let monitor = broker.monitor();
+        let running = RustStream::new(AppInfo::new("quotes", "0.1.0"))
+            .with_broker(broker, |b| {
+                b.include(
+                    quote
+                        .name("quotes")
+                        .out_retry("quotes.retry@tcp://127.0.0.1:1"),
+                )
+                .out_reply(Publish)
+                .transform(ToRequester);
+            })
+            .start()
+            .await
+            .unwrap();
+        let other = theirs::ZmqRpc::new(theirs::ZmqEndpoint::connect(
+            monitor.bound_address().unwrap(),
+        ))
         .connect()
         .await
         .unwrap();
-    let requester = other.publisher();
+        let requester = other.publisher();
 
-    // Its own correlation-id is kept; a request without one gets one minted.
-    let answer = requester
-        .request(
-            outgoing(
-                "quotes",
-                &[("correlation-id", "ask-7"), ("x-client", "zeromq")],
-                br#"{"id":7}"#,
-            ),
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
-    assert_eq!(answer.name(), "reply");
-    assert_eq!(answer.headers().get_str("correlation-id"), Some("ask-7"));
-    assert_eq!(their(&answer).json(), json!({"id": 7, "price": 70}));
+        // Its own correlation-id comes back; a request without one is matched on the one the
+        // requester minted (it returns nothing else).
+        let answer = requester
+            .request(
+                outgoing(
+                    "quotes",
+                    &[("correlation-id", "ask-7"), ("x-client", "zeromq")],
+                    br#"{"id":7}"#,
+                ),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.name(), "reply");
+        assert_eq!(answer.headers().get_str("correlation-id"), Some("ask-7"));
+        assert_eq!(their(&answer).json(), json!({"id": 7, "price": 70}));
 
-    let answers = futures::future::join_all((1..=5u64).map(|id| {
-        let requester = requester.clone();
-        async move {
-            let answer = requester
-                .request(
-                    outgoing("quotes", &[], json!({"id": id}).to_string().as_bytes()),
-                    Duration::from_secs(5),
-                )
-                .await
-                .unwrap();
-            (id, their(&answer).json())
+        let answers = futures::future::join_all((1..=5u64).map(|id| {
+            let requester = requester.clone();
+            async move {
+                let answer = requester
+                    .request(
+                        outgoing("quotes", &[], json!({"id": id}).to_string().as_bytes()),
+                        Duration::from_secs(5),
+                    )
+                    .await
+                    .unwrap();
+                (id, their(&answer).json())
+            }
+        }))
+        .await;
+        for (id, answer) in answers {
+            assert_eq!(answer, json!({"id": id, "price": id * 10}));
         }
-    }))
-    .await;
-    for (id, answer) in answers {
-        assert_eq!(answer, json!({"id": id, "price": id * 10}));
-    }
 
-    other.shutdown().await.unwrap();
-    running.shutdown().await.unwrap();
+        // Each request was a connection of its own: the responder saw six peers come and go.
+        let deadline = Deadline::after(STEP, "six requester connections closed at the responder");
+        while monitor.peers_lost() < 6 {
+            deadline.check();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(monitor.peers_lost(), 6);
+
+        other.shutdown().await.unwrap();
+        running.shutdown().await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
