@@ -28,3 +28,6 @@ for features in "$zeromq_features" "$zeromq_features,libzmq"; do
     cargo test --features "$features" --all-targets
     cargo test --features "$features" --doc
 done
+
+# The `cargo generate` template, rendered and checked.
+scripts/check-template.sh

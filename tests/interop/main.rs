@@ -18,3 +18,4 @@ mod queue;
 mod restarts;
 mod rpc;
 mod stalled;
+mod with_ruststream_zeromq;
