@@ -71,7 +71,10 @@ fn every_server_is_zeromq_over_zmtp_3_with_its_side_and_socket_pair() {
         assert_eq!(server["protocol"], "zeromq", "{label}");
         assert_eq!(server["protocolVersion"], "3.0", "{label}");
         assert_eq!(server["bindings"]["x-zeromq"]["role"], role, "{label}");
-        assert_eq!(server["bindings"]["x-zeromq"]["socketPair"], pair, "{label}");
+        assert_eq!(
+            server["bindings"]["x-zeromq"]["socketPair"], pair,
+            "{label}"
+        );
     }
     // `tcp://*:5555` is described as libzmq writes it, the whole address in the binding.
     assert_eq!(servers["payments"]["host"], "*:5555");
@@ -96,7 +99,10 @@ fn a_channel_says_the_socket_that_reads_it_and_what_frame_0_holds() {
     );
     // A SUB takes every name that starts with its prefix.
     assert_eq!(channels["prices"]["bindings"]["x-zeromq"]["socket"], "SUB");
-    assert_eq!(channels["prices"]["bindings"]["x-zeromq"]["role"], "connect");
+    assert_eq!(
+        channels["prices"]["bindings"]["x-zeromq"]["role"],
+        "connect"
+    );
     assert_eq!(
         channels["prices"]["bindings"]["x-zeromq"]["nameMatch"],
         "prefix"
