@@ -68,88 +68,62 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
         .await;
     assert!(unsent.is_err(), "a publish with no peer to take it failed");
 
-    // A raw peer: two good payments, two malformed messages, one payment that fails once.
+    // A raw peer: two good payments, three malformed messages (two under one rule), and one
+    // payment that fails twice. Each figure of a broker differs from its others, so a series that
+    // reported another one's figure would show.
     let mut peer = PushSocket::new();
     peer.connect(&monitor.bound_address().unwrap())
         .await
         .unwrap();
     let name = || b"metered".to_vec();
+    let nine_lines = || "a: 1\n".repeat(9).into_bytes();
     send(&mut peer, vec![name(), payment(1, Plan::Ack)]).await;
+    send(&mut peer, vec![name(), nine_lines(), payment(0, Plan::Ack)]).await;
     send(
         &mut peer,
-        vec![
-            name(),
-            "a: 1\n".repeat(9).into_bytes(),
-            payment(0, Plan::Ack),
-        ],
+        vec![name(), b"no colon".to_vec(), payment(0, Plan::Ack)],
     )
     .await;
+    send(&mut peer, vec![name(), nine_lines(), payment(0, Plan::Ack)]).await;
     send(
         &mut peer,
-        vec![name(), b"no colon here".to_vec(), payment(0, Plan::Ack)],
-    )
-    .await;
-    send(
-        &mut peer,
-        vec![name(), payment(2, Plan::Retry { times: 1 })],
+        vec![name(), payment(2, Plan::Retry { times: 2 })],
     )
     .await;
     send(&mut peer, vec![name(), payment(3, Plan::Ack)]).await;
     journal
-        .until("payments 1 and 3, and payment 2 twice", |seen| {
-            seen.len() == 4
+        .until("payments 1 and 3, and payment 2 three times", |seen| {
+            seen.len() == 5
         })
         .await;
     peer.close().await;
 
-    // What the service's sockets did (this crate's series) and what its handlers settled (the
-    // framework's) are gathered in one registry; each figure lands when its task counts it.
+    // What the sockets did (this crate's series) and what the handlers settled (the framework's)
+    // are gathered in one registry; each figure lands when its task counts it.
     let payments = r#"broker="payments",endpoint="tcp://127.0.0.1:0""#;
     let outbox_labels = format!(r#"broker="outbox",endpoint="{nobody}""#);
+    let refused = "ruststream_zmq_messages_refused_total";
+    let sent = "ruststream_zmq_messages_sent_total";
+    let failed = "ruststream_zmq_send_failures_total";
+    let lost = "ruststream_zmq_peers_lost_total";
+    let consumed = "ruststream_messages_consumed_total";
     let expected: Vec<(&str, String, f64)> = vec![
         (
-            "ruststream_zmq_messages_refused_total",
+            refused,
             format!(r#"{payments},rule="max-header-lines""#),
-            1.0,
+            2.0,
         ),
-        (
-            "ruststream_zmq_messages_refused_total",
-            format!(r#"{payments},rule="header-colon""#),
-            1.0,
-        ),
-        // The one copy of payment 2, back to the service's own listener.
-        (
-            "ruststream_zmq_messages_sent_total",
-            payments.to_owned(),
-            1.0,
-        ),
-        (
-            "ruststream_zmq_send_failures_total",
-            payments.to_owned(),
-            0.0,
-        ),
+        (refused, format!(r#"{payments},rule="header-colon""#), 1.0),
+        // The two copies of payment 2, back to the service's own listener.
+        (sent, payments.to_owned(), 2.0),
+        (failed, payments.to_owned(), 0.0),
         // The raw peer closed; the service's own copy socket is still connected.
-        ("ruststream_zmq_peers_lost_total", payments.to_owned(), 1.0),
-        (
-            "ruststream_zmq_messages_sent_total",
-            outbox_labels.clone(),
-            0.0,
-        ),
-        (
-            "ruststream_zmq_send_failures_total",
-            outbox_labels.clone(),
-            1.0,
-        ),
-        (
-            "ruststream_messages_consumed_total",
-            r#"name="metered",status="ack""#.to_owned(),
-            3.0,
-        ),
-        (
-            "ruststream_messages_consumed_total",
-            r#"name="metered",status="nack""#.to_owned(),
-            1.0,
-        ),
+        (lost, payments.to_owned(), 1.0),
+        (sent, outbox_labels.clone(), 0.0),
+        (failed, outbox_labels.clone(), 1.0),
+        (lost, outbox_labels.clone(), 0.0),
+        (consumed, r#"name="metered",status="ack""#.to_owned(), 3.0),
+        (consumed, r#"name="metered",status="nack""#.to_owned(), 2.0),
     ];
     let wrong = |scrape: &str| -> Vec<String> {
         expected
@@ -183,15 +157,15 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
         .filter(|line| line.starts_with("ruststream_zmq_messages_refused_total{"))
         .count();
     assert_eq!(refusal_series, 2, "{scrape}");
-    assert_eq!(monitor.refused(), 2);
-    assert_eq!(monitor.refused_by("max-header-lines"), 1);
+    assert_eq!(monitor.refused(), 3);
+    assert_eq!(monitor.refused_by("max-header-lines"), 2);
 
     running.shutdown().await.unwrap();
     outbox.shutdown().await.unwrap();
 }
 
 #[test]
-fn one_broker_label_and_endpoint_registers_once_per_registry() {
+fn a_broker_label_and_endpoint_register_once_per_registry_and_another_label_beside_them() {
     let metrics = Metrics::with_registry(prometheus::Registry::new()).unwrap();
     let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     broker
