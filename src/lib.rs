@@ -48,20 +48,21 @@
 //!
 //! Two layers count, and each counts what only it can see:
 //!
-//! - **The framework** (`ruststream`'s `metrics` feature, [`ruststream::metrics::Metrics`])
-//!   counts what the handlers did: `ruststream_messages_consumed_total{name, status}` is one
-//!   per handled delivery, `status` the settlement the handler chose (`ack` or `nack`; ZeroMQ
-//!   then answers `Unsupported` to either, and a retry is a copy this service publishes), and
-//!   `ruststream_messages_published_total{name, status}` one per publish through the app's
-//!   publishers, retry copies included.
-//! - **This crate** (feature `metrics`, [`ZmqMonitor::register_metrics`]) counts the sockets:
-//!   `ruststream_zmq_messages_refused_total{broker, endpoint, rule}` (messages a peer sent that
-//!   no handler ever saw, because the wire format or the limits refused them),
-//!   `ruststream_zmq_messages_sent_total` and `ruststream_zmq_send_failures_total` (what reached
-//!   a socket, and what did not), and `ruststream_zmq_peers_lost_total`.
+//! - **The framework** (`ruststream`'s `metrics` feature, `ruststream::metrics::Metrics`) counts
+//!   what the handlers did: `ruststream_messages_consumed_total{name, status}` is one per handled
+//!   delivery, `status` the settlement the handler chose (`ack`, or `nack` for a drop or a retry;
+//!   ZeroMQ then answers `Unsupported` to either, and a retry is a copy this service publishes);
+//!   `ruststream_messages_published_total{name, status}` counts the publishes its publish layer
+//!   sees.
+//! - **This crate** (feature `metrics`, `ZmqMonitor::register_metrics`) counts the sockets:
+//!   `ruststream_zmq_messages_refused_total{broker, endpoint, rule}` (messages a peer sent that no
+//!   handler ever saw, because the wire format or the limits refused them),
+//!   `ruststream_zmq_messages_sent_total` and `ruststream_zmq_send_failures_total` (what reached a
+//!   socket and what did not: publishes, answers, retry copies, dead letters) and
+//!   `ruststream_zmq_peers_lost_total`.
 //!
-//! So a message a peer sent is either refused (ours) or consumed (the framework's), and a
-//! publish the framework counts `ok` is one this crate counts sent. Register both in one
+//! So each message a peer sends is either refused (ours) or handled (the framework's, once per
+//! attempt), and each retry copy is sent (ours) and then handled again. Register both in one
 //! registry, and one scrape shows both:
 //!
 //! ```
@@ -86,9 +87,29 @@
 //! # fn main() {}
 //! ```
 //!
-//! The framework's OpenTelemetry setup (`otel` feature, `ruststream::otel::Otel`) records the
-//! same handler and publish figures as OTLP instruments; name this transport in them with
-//! `Otel::builder().messaging_system("zeromq")`. The socket figures above are Prometheus only.
+//! The framework's OpenTelemetry setup (its `otel` feature, `ruststream::otel::Otel`) records the
+//! handler and publish figures as OTLP instruments; name this transport in them with
+//! `Otel::builder().messaging_system("zeromq")`. The socket figures are Prometheus series only.
+//!
+//! # AsyncAPI
+//!
+//! Under the `asyncapi` feature, `cargo run -- asyncapi gen` prints the service's document (see
+//! `examples/asyncapi.rs`). Each broker is a server of protocol `zeromq` at protocol version
+//! `3.0` (ZMTP). The specification lists no protocol for ZeroMQ, so the name is a choice:
+//! `zeromq`, the project's name and what `ruststream-zeromq` writes, so that documents of services
+//! on either crate name one protocol the same way (`zmq` is the C library's prefix, not a
+//! protocol's name).
+//!
+//! Its bindings ride an `x-zeromq` extension (the protocol keys of the specification are a closed
+//! list): the server says its `transport`, `endpoint`, `role` (`bind` or `connect`: the side this
+//! service takes) and `socketPair`; a channel says the `socket` this service uses on it, its
+//! `role`, the `frames` (`name`, `headers`, `payload`), what frame 0 holds (`nameFrame`; on a
+//! fan-out `nameMatch: prefix`), the `endpoint` of a `name@endpoint` destination, and on a
+//! responder's answer its `replyAddress` (`zmq-reply:<hex of the requester's identity>`, read from
+//! the request's `reply-to` header, which the operation's `reply.address` points at) and
+//! `correlationHeader`. A subscription declared with one of this crate's builders
+//! (`QueueSubscription`, `FanoutSubscription`, `Responder`) describes its channel; one opened by a
+//! bare name has no hook for it, and its server still says the socket pair and the side.
 //!
 //! # How the crate is built
 //!
