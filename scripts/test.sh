@@ -22,7 +22,7 @@ if ! pkg-config --exists libzmq 2>/dev/null; then
 fi
 
 # Every feature but the backend switch, then every feature.
-zeromq_features=testing,asyncapi
+zeromq_features=testing,asyncapi,metrics
 for features in "$zeromq_features" "$zeromq_features,libzmq"; do
     echo "== the suite with features: $features"
     cargo test --features "$features" --all-targets

@@ -1,8 +1,8 @@
 //! The broker of every pattern: `ZmqBroker<Pattern, Side>`, its connected form, and the broker
 //! contract's impls. `ZmqQueue`, `ZmqFanout` and `ZmqRpc` are its three names.
 //!
-//! Imports: the leaves, `pattern`, `settings`, `transport`, `intake`, `connection`, `delivery`
-//! and `publish`.
+//! Imports: the leaves, `pattern`, `settings`, `bindings` (feature `asyncapi`), `transport`,
+//! `intake`, `connection`, `delivery` and `publish`.
 
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 
@@ -162,9 +162,9 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
     #[must_use]
     pub fn new(endpoint: ZmqEndpoint<S>) -> Self {
         Self {
+            monitor: ZmqMonitor::for_endpoint(endpoint.address()),
             endpoint,
             settings: Settings::default(),
-            monitor: ZmqMonitor::default(),
             pattern: PhantomData,
         }
     }
@@ -302,16 +302,34 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     }
 }
 
+/// The protocol a ZeroMQ server is described with in the AsyncAPI document.
+///
+/// The specification lists no protocol for ZeroMQ, so the name is ours to choose: `zeromq`, the
+/// project's own name and what `ruststream-zeromq` writes, so that a catalogue of services on
+/// either crate groups them under one protocol (`zmq` is the C library's prefix, not a protocol).
+pub(crate) const PROTOCOL: &str = "zeromq";
+
+/// The ZMTP version every peer of this crate speaks: the `zeromq` client greets with 3.0, and a
+/// libzmq 4 peer (ZMTP 3.1) falls back to it.
+pub(crate) const ZMTP_VERSION: &str = "3.0";
+
 /// Describes the endpoint for the AsyncAPI document: its host and port (the path of an `ipc://`
-/// endpoint), never more. ZeroMQ's NULL mechanism has no credentials to leak.
+/// endpoint), never more, over the protocol `zeromq` at ZMTP `3.0`. ZeroMQ's NULL mechanism has no
+/// credentials to leak. Under the `asyncapi` feature the server carries an `x-zeromq` binding:
+/// the transport, the side this service takes (`bind` or `connect`) and the socket pair.
 impl<P: Pattern, S: Side> ruststream::DescribeServer for ZmqBroker<P, S> {
     fn describe_server(&self) -> ruststream::ServerSpec {
         let address = self.endpoint.address();
         let mut spec = match address.strip_prefix("ipc://") {
-            Some(path) => ruststream::ServerSpec::new(path, "zmq"),
-            None => ruststream::ServerSpec::from_url(address, "zmq"),
+            Some(path) => ruststream::ServerSpec::new(path, PROTOCOL),
+            None => ruststream::ServerSpec::from_url(address, PROTOCOL),
         };
-        spec.protocol_version = Some("3.0".to_owned());
+        spec.protocol_version = Some(ZMTP_VERSION.to_owned());
+        #[cfg(feature = "asyncapi")]
+        {
+            let host = spec.host.clone().unwrap_or_default();
+            spec = spec.bindings(crate::bindings::server(address, &host, S::BINDS, P::FACTS));
+        }
         spec
     }
 }
@@ -373,6 +391,23 @@ impl<P: Pattern, S: Side> PublishPolicy<ConnectedZmq<P, S>> for ZmqPublish {
             .ensure_open("a publisher")
             .map_err(PairError::new)?;
         Ok(connected.publisher())
+    }
+
+    /// The socket the publish leaves through and what frame 0 holds: the broker's own socket, a
+    /// PUSH dialing the endpoint a `name@endpoint` destination names, or on a responder the
+    /// ROUTER answering a requester.
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self, channel: &str) -> ruststream::asyncapi::Bindings {
+        crate::bindings::sending(P::FACTS, S::BINDS, channel)
+    }
+
+    /// A responder's answer goes to the `reply-to` its request was stamped with, when
+    /// [`ToRequester`](crate::ToRequester) routes it.
+    #[cfg(feature = "asyncapi")]
+    fn reply_address_location(&self) -> Option<&'static str> {
+        P::FACTS
+            .answers_requests
+            .then_some(crate::bindings::REPLY_ADDRESS_LOCATION)
     }
 }
 

@@ -44,14 +44,84 @@
 //!   `batch_seeking`, `carries`, `carries_batch`, `message_shape::keyed_order`: the transport
 //!   has none of these capabilities, and the crate emulates none.
 //!
+//! # Metrics
+//!
+//! Two layers count, and each counts what only it can see:
+//!
+//! - **The framework** (`ruststream`'s `metrics` feature, `ruststream::metrics::Metrics`) counts
+//!   what the handlers did: `ruststream_messages_consumed_total{name, status}` is one per handled
+//!   delivery, `status` the settlement the handler chose (`ack`, or `nack` for a drop or a retry;
+//!   ZeroMQ then answers `Unsupported` to either, and a retry is a copy this service publishes);
+//!   `ruststream_messages_published_total{name, status}` counts the publishes its publish layer
+//!   sees.
+//! - **This crate** (feature `metrics`, `ZmqMonitor::register_metrics`) counts the sockets:
+//!   `ruststream_zmq_messages_refused_total{broker, endpoint, rule}` (messages a peer sent that no
+//!   handler ever saw, because the wire format or the limits refused them),
+//!   `ruststream_zmq_messages_sent_total` and `ruststream_zmq_send_failures_total` (what reached a
+//!   socket and what did not: publishes, answers, retry copies, dead letters) and
+//!   `ruststream_zmq_peers_lost_total`.
+//!
+//! So each message a peer sends is either refused (ours) or handled (the framework's, once per
+//! attempt), and each retry copy is sent (ours) and then handled again. Register both in one
+//! registry, and one scrape shows both:
+//!
+//! ```
+//! # #[cfg(feature = "metrics")]
+//! # fn main() -> Result<(), prometheus::Error> {
+//! use ruststream::metrics::Metrics;
+//! use ruststream::runtime::{App, AppInfo, RustStream};
+//! use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+//!
+//! let metrics = Metrics::with_registry(prometheus::Registry::new())?;
+//! let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+//! broker.monitor().register_metrics(metrics.registry(), "payments")?;
+//! let app = RustStream::new(AppInfo::new("payments", "0.1.0"))
+//!     .layer(metrics.consume_layer())
+//!     .publish_layer(metrics.publish_layer())
+//!     .with_broker_labeled("payments", broker, |_b| {});
+//! // `metrics.export()` renders both for a `/metrics` route.
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "metrics"))]
+//! # fn main() {}
+//! ```
+//!
+//! The framework's OpenTelemetry setup (its `otel` feature, `ruststream::otel::Otel`) records the
+//! handler and publish figures as OTLP instruments; name this transport in them with
+//! `Otel::builder().messaging_system("zeromq")`. The socket figures are Prometheus series only.
+//!
+//! # AsyncAPI
+//!
+//! Under the `asyncapi` feature, `cargo run -- asyncapi gen` prints the service's document (see
+//! `examples/asyncapi.rs`). Each broker is a server of protocol `zeromq` at protocol version
+//! `3.0` (ZMTP). The specification lists no protocol for ZeroMQ, so the name is a choice:
+//! `zeromq`, the project's name and what `ruststream-zeromq` writes, so that documents of services
+//! on either crate name one protocol the same way (`zmq` is the C library's prefix, not a
+//! protocol's name).
+//!
+//! Its bindings ride an `x-zeromq` extension (the protocol keys of the specification are a closed
+//! list): the server says its `transport`, `endpoint`, `role` (`bind` or `connect`: the side this
+//! service takes) and `socketPair`; a channel says the `socket` this service uses on it, its
+//! `role`, the `frames` (`name`, `headers`, `payload`), what frame 0 holds (`nameFrame`; on a
+//! fan-out `nameMatch: prefix`), the `endpoint` of a `name@endpoint` destination, and on a
+//! responder's answer its `replyAddress` (`zmq-reply:<hex of the requester's identity>`, read from
+//! the request's `reply-to` header, which the operation's `reply.address` points at) and
+//! `correlationHeader`. A subscription declared with one of this crate's builders
+//! (`QueueSubscription`, `FanoutSubscription`, `Responder`) describes its channel; one opened by a
+//! bare name has no hook for it, and its server still says the socket pair and the side.
+//!
 //! # How the crate is built
 //!
 //! Each module imports only modules listed above it, so the layers read from the bottom up:
 //!
 //! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side typestate),
-//!    `host` (this host's names, for the loop-back rule), `monitor` (live figures).
+//!    `host` (this host's names, for the loop-back rule), `monitor` (live figures), then
+//!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
+//!    `monitor`).
 //! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
-//!    pattern's sockets and admission rules, as data), `settings`.
+//!    pattern's sockets and admission rules, as data), `settings`, then `bindings` (feature
+//!    `asyncapi`: the `x-zeromq` extensions of the document; imports `pattern`, `routing`, `wire`).
 //! 3. **Transport**: one type over the `zeromq` client's sockets (the only code that names the
 //!    client) and, under the `testing` feature, the in-process bus.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
@@ -73,6 +143,8 @@ struct ReadmeDoctests;
 
 // The layers are drawn in the crate docs above (rustfmt keeps these sorted by name).
 mod assertions;
+#[cfg(feature = "asyncapi")]
+mod bindings;
 mod broker;
 mod connection;
 mod context;
@@ -82,6 +154,8 @@ mod error;
 mod host;
 mod intake;
 mod message;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod monitor;
 mod outbound;
 mod pattern;

@@ -1,5 +1,9 @@
 //! What a running broker reports: the address it listens on and what it refused.
 //!
+//! These are the socket-level figures: what crossed (or failed to cross) this broker's sockets.
+//! Under the `metrics` feature, `ZmqMonitor::register_metrics` exports them beside the
+//! framework's own settlement counters.
+//!
 //! Imports: `wire` only (a leaf).
 
 use std::{
@@ -31,6 +35,8 @@ pub struct ZmqMonitor {
 
 #[derive(Debug, Default)]
 struct Figures {
+    /// The endpoint as configured, user information dropped: the `endpoint` label of the metrics.
+    endpoint: String,
     bound_address: Mutex<Option<String>>,
     refused: AtomicU64,
     sent: AtomicU64,
@@ -42,6 +48,24 @@ struct Figures {
 }
 
 impl ZmqMonitor {
+    /// The figures of a broker configured with `address`.
+    pub(crate) fn for_endpoint(address: &str) -> Self {
+        Self {
+            inner: Arc::new(Figures {
+                endpoint: without_user_information(address),
+                ..Figures::default()
+            }),
+        }
+    }
+
+    /// The endpoint the broker was configured with, as it was written (`tcp://127.0.0.1:0`,
+    /// `tcp://*:5555`), never with user information; the resolved address is
+    /// [`bound_address`](Self::bound_address).
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
     /// The address the broker's subscription listens on, port resolved; `None` before it binds.
     #[must_use]
     pub fn bound_address(&self) -> Option<String> {
@@ -116,6 +140,18 @@ impl ZmqMonitor {
         self.inner.dropped_not_reading.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Every rule that refused a message so far, with its count, in the rules' order by name.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn refusals_by_rule(&self) -> Vec<(&'static str, u64)> {
+        self.inner
+            .by_rule
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(rule, count)| (*rule, *count))
+            .collect()
+    }
+
     pub(crate) fn count_peer_lost(&self) {
         self.inner.peers_lost.fetch_add(1, Ordering::Relaxed);
     }
@@ -145,5 +181,40 @@ impl ZmqMonitor {
             .unwrap_or_else(PoisonError::into_inner)
             .entry(refusal.rule())
             .or_default() += 1;
+    }
+}
+
+/// `address` with any user information before the host dropped (`tcp://user:secret@host:5555`
+/// reads `tcp://host:5555`): the sockets refuse such an address, but a monitor exists before
+/// they check it, and its endpoint is a label a scrape publishes. An `ipc://` path is kept whole.
+fn without_user_information(address: &str) -> String {
+    match address.split_once("://") {
+        Some((scheme, rest)) if scheme != "ipc" => {
+            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (authority, tail) = rest.split_at(authority_end);
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{tail}")
+        }
+        _ => address.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_label_keeps_the_address_and_drops_user_information() {
+        for (written, label) in [
+            ("tcp://127.0.0.1:0", "tcp://127.0.0.1:0"),
+            ("tcp://*:5555", "tcp://*:5555"),
+            ("tcp://user:secret@pay-1:5555", "tcp://pay-1:5555"),
+            ("tcp://a@b:c@pay-1:5555", "tcp://pay-1:5555"),
+            ("ipc:///tmp/user@x.sock", "ipc:///tmp/user@x.sock"),
+        ] {
+            assert_eq!(ZmqMonitor::for_endpoint(written).endpoint(), label);
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! ([`ToRequester`]) and the requester policy and its live form ([`ZmqRequest`],
 //! [`ZmqRequester`]).
 //!
-//! Imports: `error`, `endpoint`, `wire`, `message`, `connection` and `broker`.
+//! Imports: `error`, `endpoint`, `wire`, `bindings` (feature `asyncapi`), `message`,
+//! `connection` and `broker`.
 
 use std::{sync::Arc, time::Duration};
 
@@ -104,6 +105,12 @@ impl<S: Side> PublishPolicy<ConnectedZmq<RpcKind, S>> for ZmqRequest {
             .ensure_open("a requester")
             .map_err(PairError::new)?;
         Ok(connected.requester())
+    }
+
+    /// The DEALER the requests leave through and what frame 0 holds.
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self, channel: &str) -> ruststream::asyncapi::Bindings {
+        crate::bindings::requesting(S::BINDS, channel)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The subscription builders: a name, and where a subscription's retry copies go when its side
 //! does not say.
 //!
-//! Imports: `endpoint`, `error`, `settings` and `broker`.
+//! Imports: `endpoint`, `error`, `settings`, `bindings` (feature `asyncapi`) and `broker`.
 
 use std::{borrow::Cow, marker::PhantomData, time::Duration};
 
@@ -197,6 +197,13 @@ impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscriptio
         declaration: &RetryDeclaration,
     ) -> Result<(), DeclareRetryError> {
         P::FACTS.check_dead_letter(&self.name, declaration, &connected.connection.listening())
+    }
+
+    /// The socket the subscription reads with, its side, the frames and what frame 0 holds (a
+    /// fan-out's prefix match).
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self) -> ruststream::asyncapi::Bindings {
+        crate::bindings::receiving(P::FACTS, S::BINDS, &self.name)
     }
 }
 

@@ -3,6 +3,8 @@
 
 #[cfg(feature = "asyncapi")]
 mod credentials;
+#[cfg(feature = "asyncapi")]
+mod document;
 mod in_process;
 mod live;
 mod test_app;

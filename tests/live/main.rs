@@ -7,6 +7,8 @@ mod context;
 mod dropped_broker;
 mod fanout;
 mod loop_back;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod queue_lifecycle;
 mod queue_settlement;
 mod queue_wire;
