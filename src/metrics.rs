@@ -38,6 +38,14 @@ const PEERS_LOST: Family = Family {
     name: "ruststream_zmq_peers_lost_total",
     help: "Connections to peers lost: the peer went away or its connection failed.",
 };
+const PEERS_REFUSED: Family = Family {
+    name: "ruststream_zmq_peers_refused_total",
+    help: "Connections that failed their handshake: no ZMTP, or credentials refused (libzmq).",
+};
+const DROPPED_NOT_READING: Family = Family {
+    name: "ruststream_zmq_answers_dropped_not_reading_total",
+    help: "Answers dropped because their requester was not reading its queue (libzmq).",
+};
 
 impl ZmqMonitor {
     /// Exports this broker's figures into `registry`, labelled `broker` (the label you gave the
@@ -49,6 +57,8 @@ impl ZmqMonitor {
     /// | `ruststream_zmq_messages_sent_total` | counter | `broker`, `endpoint` | [`sent`](Self::sent) |
     /// | `ruststream_zmq_send_failures_total` | counter | `broker`, `endpoint` | [`send_failures`](Self::send_failures) |
     /// | `ruststream_zmq_peers_lost_total` | counter | `broker`, `endpoint` | [`peers_lost`](Self::peers_lost) |
+    /// | `ruststream_zmq_peers_refused_total` | counter | `broker`, `endpoint` | [`peers_refused`](Self::peers_refused) |
+    /// | `ruststream_zmq_answers_dropped_not_reading_total` | counter | `broker`, `endpoint` | [`dropped_not_reading`](Self::dropped_not_reading) |
     ///
     /// A refusal series appears with the first message its rule refuses (`rule` is
     /// [`Refusal::rule`](crate::wire::Refusal::rule)); their sum is [`refused`](Self::refused).
@@ -97,7 +107,14 @@ struct MonitorCollector {
 }
 
 impl MonitorCollector {
-    const FAMILIES: [&'static Family; 4] = [&REFUSED, &SENT, &SEND_FAILURES, &PEERS_LOST];
+    const FAMILIES: [&'static Family; 6] = [
+        &REFUSED,
+        &SENT,
+        &SEND_FAILURES,
+        &PEERS_LOST,
+        &PEERS_REFUSED,
+        &DROPPED_NOT_READING,
+    ];
 
     fn new(monitor: ZmqMonitor, broker: &str) -> Result<Self, prometheus::Error> {
         let labels = [
@@ -174,6 +191,14 @@ impl Collector for MonitorCollector {
             family(
                 &PEERS_LOST,
                 vec![self.counter(self.monitor.peers_lost(), None)],
+            ),
+            family(
+                &PEERS_REFUSED,
+                vec![self.counter(self.monitor.peers_refused(), None)],
+            ),
+            family(
+                &DROPPED_NOT_READING,
+                vec![self.counter(self.monitor.dropped_not_reading(), None)],
             ),
         ]
     }

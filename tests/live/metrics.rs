@@ -122,6 +122,13 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
         (sent, outbox_labels.clone(), 0.0),
         (failed, outbox_labels.clone(), 1.0),
         (lost, outbox_labels.clone(), 0.0),
+        // Every peer spoke ZMTP, and no requester is involved.
+        ("ruststream_zmq_peers_refused_total", payments.to_owned(), 0.0),
+        (
+            "ruststream_zmq_answers_dropped_not_reading_total",
+            payments.to_owned(),
+            0.0,
+        ),
         (consumed, r#"name="metered",status="ack""#.to_owned(), 3.0),
         (consumed, r#"name="metered",status="nack""#.to_owned(), 2.0),
     ];
