@@ -9,6 +9,8 @@ use std::{fmt, marker::PhantomData};
 
 use ruststream::{AddressedCopies, CopyPath, NamedCopies};
 
+#[cfg(feature = "libzmq")]
+use crate::curve::{AllowList, CurveKeyPair, CurvePublicKey, Security};
 use crate::error::ZmqError;
 
 mod sealed {
@@ -91,6 +93,9 @@ impl Side for Dialing {
 /// ```
 pub struct ZmqEndpoint<S: Side> {
     address: String,
+    /// CURVE on this endpoint's sockets, when set.
+    #[cfg(feature = "libzmq")]
+    security: Option<Security>,
     side: PhantomData<fn() -> S>,
 }
 
@@ -101,6 +106,56 @@ impl ZmqEndpoint<Bound> {
     pub fn bind(address: impl Into<String>) -> Self {
         Self::new(address.into())
     }
+
+    /// Serves CURVE on this endpoint with the server's key pair (`libzmq` feature): every
+    /// connection is encrypted, and a client must know `server.public()`. Any client that does
+    /// is admitted, unless [`allow_clients`](Self::allow_clients) lists the ones that are.
+    ///
+    /// The broker's own sockets that dial this endpoint (copies to its own listener) use a key
+    /// pair of their own, admitted by the allow-list.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, ZmqEndpoint};
+    ///
+    /// let server = CurveKeyPair::generate().unwrap();
+    /// let client = CurveKeyPair::generate().unwrap();
+    /// let endpoint = ZmqEndpoint::bind("tcp://0.0.0.0:5555")
+    ///     .curve(server)
+    ///     .allow_clients([client.public()]);
+    /// assert!(format!("{endpoint:?}").contains("curve: \"server, 1 client allowed\""));
+    /// ```
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn curve(mut self, server: CurveKeyPair) -> Self {
+        let allowed = match self.security.take() {
+            Some(Security::Server { allowed, .. }) => allowed,
+            _ => None,
+        };
+        self.security = Some(Security::Server {
+            keys: server,
+            allowed,
+        });
+        self
+    }
+
+    /// Admits only these client keys (`libzmq` feature; after [`curve`](Self::curve)). A client
+    /// with another key is refused at its handshake: counted in
+    /// [`ZmqMonitor::peers_refused`](crate::ZmqMonitor::peers_refused), and logged once per key
+    /// with the key's fingerprint. Without `curve` there is no handshake to refuse, and the
+    /// list does nothing.
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn allow_clients(mut self, clients: impl IntoIterator<Item = CurvePublicKey>) -> Self {
+        if let Some(Security::Server { allowed, .. }) = &mut self.security {
+            let listed = allowed.get_or_insert_with(AllowList::default);
+            for client in clients {
+                listed.add(client);
+            }
+        }
+        self
+    }
 }
 
 impl ZmqEndpoint<Dialing> {
@@ -109,14 +164,47 @@ impl ZmqEndpoint<Dialing> {
     pub fn dial(address: impl Into<String>) -> Self {
         Self::new(address.into())
     }
+
+    /// Speaks CURVE to this endpoint's server (`libzmq` feature): this process's `client` key
+    /// pair, and the public key of the `server` it expects. A server with another key is never
+    /// connected to; every socket the broker dials (copies to `name@endpoint` destinations too)
+    /// expects that server key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, CurvePublicKey, ZmqEndpoint};
+    ///
+    /// let server = CurvePublicKey::from_z85("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7").unwrap();
+    /// let endpoint = ZmqEndpoint::dial("tcp://10.0.0.5:5555")
+    ///     .curve(CurveKeyPair::generate().unwrap(), server);
+    /// assert!(format!("{endpoint:?}").contains("curve: \"client of rq:rM>}U\""));
+    /// ```
+    #[cfg(feature = "libzmq")]
+    #[must_use]
+    pub fn curve(mut self, client: CurveKeyPair, server: CurvePublicKey) -> Self {
+        self.security = Some(Security::Client {
+            keys: client,
+            server,
+        });
+        self
+    }
 }
 
 impl<S: Side> ZmqEndpoint<S> {
     fn new(address: String) -> Self {
         Self {
             address,
+            #[cfg(feature = "libzmq")]
+            security: None,
             side: PhantomData,
         }
+    }
+
+    /// CURVE on this endpoint's sockets, when set.
+    #[cfg(feature = "libzmq")]
+    pub(crate) fn security(&self) -> Option<&Security> {
+        self.security.as_ref()
     }
 
     /// The address as it was given.
@@ -153,16 +241,27 @@ pub(crate) fn check_address(address: &str) -> Result<(), ZmqError> {
 
 impl<S: Side> Clone for ZmqEndpoint<S> {
     fn clone(&self) -> Self {
-        Self::new(self.address.clone())
+        Self {
+            address: self.address.clone(),
+            #[cfg(feature = "libzmq")]
+            security: self.security.clone(),
+            side: PhantomData,
+        }
     }
 }
 
 impl<S: Side> fmt::Debug for ZmqEndpoint<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ZmqEndpoint")
+        let mut shown = f.debug_struct("ZmqEndpoint");
+        shown
             .field("address", &self.address)
-            .field("side", &S::NAME)
-            .finish()
+            .field("side", &S::NAME);
+        // Which keys, never the secret ones.
+        #[cfg(feature = "libzmq")]
+        if let Some(security) = &self.security {
+            shown.field("curve", &security.describe());
+        }
+        shown.finish()
     }
 }
 

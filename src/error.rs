@@ -21,6 +21,15 @@ pub enum ZmqError {
         endpoint: String,
     },
 
+    /// A CURVE key could not be read (`libzmq` feature). The secret is never quoted.
+    #[error("reading {what} as a CURVE key failed: {why}")]
+    CurveKey {
+        /// What was read: the key, the file or the environment variable.
+        what: String,
+        /// Why it is not a key, and what one looks like.
+        why: String,
+    },
+
     /// Binding the listener failed.
     #[error(
         "binding `{endpoint}` failed: {source}; is another process (or subscription) listening there?"

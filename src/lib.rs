@@ -115,15 +115,18 @@
 //!
 //! Each module imports only modules listed above it, so the layers read from the bottom up:
 //!
-//! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side typestate),
+//! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `curve` (feature `libzmq`: CURVE
+//!    keys), `endpoint` (the side typestate, and the endpoint's CURVE keys; imports `curve`),
 //!    `host` (this host's names, for the loop-back rule), `monitor` (live figures), then
 //!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
 //!    `monitor`).
 //! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
 //!    pattern's sockets and admission rules, as data), `settings`, then `bindings` (feature
 //!    `asyncapi`: the `x-zeromq` extensions of the document; imports `pattern`, `routing`, `wire`).
-//! 3. **Transport**: one type over the `zeromq` client's sockets (the only code that names the
-//!    client) and, under the `testing` feature, the in-process bus.
+//! 3. **Transport**: one type over the sockets of one backend, chosen at build time: the
+//!    `zeromq` client's (the default) or libzmq's (feature `libzmq`, with the CURVE
+//!    authentication handler); only the backend's module names its client's socket types.
+//!    Under the `testing` feature, the in-process bus stands in for them.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
 //!    and how a responder answers each requester), `requests` (the DEALER's requests in flight);
 //!    each built from the transport and the settings.
@@ -148,6 +151,8 @@ mod bindings;
 mod broker;
 mod connection;
 mod context;
+#[cfg(feature = "libzmq")]
+mod curve;
 mod delivery;
 mod endpoint;
 mod error;
@@ -175,6 +180,8 @@ pub use broker::{
     Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
 };
 pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
+#[cfg(feature = "libzmq")]
+pub use curve::{CurveKeyPair, CurvePublicKey};
 pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{Bound, Dialing, Ready, Side, WantsRetryDestination, ZmqEndpoint};
 pub use error::{SocketFault, ZmqError};

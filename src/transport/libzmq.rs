@@ -28,13 +28,18 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
-use super::{DuplexSender, Outbound, Received, Release, SocketOptions, stopped};
+use super::{DuplexSender, Outbound, Received, Release, SocketOptions, stopped, zap};
 use crate::{
-    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
+    curve::{CurveKeyPair, CurvePublicKey, Security},
+    endpoint::bind_form,
+    error::ZmqError,
+    monitor::ZmqMonitor,
+    pattern::Role,
+    wire::Frames,
 };
 
 /// One libzmq context for the process: its I/O thread serves every socket.
-static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
+pub(super) static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
 
 /// Numbers the monitor endpoints, which are process-wide names.
 static MONITORS: AtomicU64 = AtomicU64::new(0);
@@ -316,6 +321,67 @@ fn millis(duration: Duration) -> i32 {
     i32::try_from(duration.as_millis()).unwrap_or(i32::MAX)
 }
 
+/// Refuses CURVE on a libzmq built without it, saying what to do, rather than failing with a
+/// bare "invalid argument" from the first CURVE option.
+fn curve_available(options: &SocketOptions, address: &str) -> Result<(), ZmqError> {
+    if options.security.is_none() || zmq::has("curve") == Some(true) {
+        return Ok(());
+    }
+    Err(ZmqError::CurveKey {
+        what: format!("CURVE on `{address}`"),
+        why: "the libzmq this service links was built without CURVE: link the system's \
+              libzmq, built with libsodium (see the README, \"CURVE\")"
+            .to_owned(),
+    })
+}
+
+/// A socket opened, not yet bound or connected: the socket its monitor reports to, and the
+/// allow-list its handshakes are checked against.
+struct Opened {
+    socket: zmq::Socket,
+    events: zmq::Socket,
+    admits: Option<zap::Registered>,
+}
+
+/// Sets CURVE up on `socket`, as the endpoint's `security` says: a bound socket serves with the
+/// endpoint's keys (its allow-list registered with the authentication handler); a dialing one
+/// is a client of the endpoint's server, with the endpoint's client keys or, on a bound
+/// endpoint (the broker dialing its own listener), a key pair of its own that the list admits.
+fn secure(
+    socket: &zmq::Socket,
+    security: Option<&Security>,
+    binds: bool,
+    address: &str,
+) -> Result<Option<zap::Registered>, zmq::Error> {
+    let client = |keys: &CurveKeyPair, server: &CurvePublicKey| {
+        socket.set_curve_serverkey(server.bytes())?;
+        socket.set_curve_publickey(keys.public().bytes())?;
+        socket.set_curve_secretkey(keys.secret())?;
+        Ok(None)
+    };
+    match security {
+        None => Ok(None),
+        Some(Security::Server { keys, allowed }) if binds => {
+            socket.set_curve_server(true)?;
+            socket.set_curve_secretkey(keys.secret())?;
+            let Some(allowed) = allowed else {
+                return Ok(None);
+            };
+            let registered = zap::register(allowed.clone(), address)?;
+            socket.set_zap_domain(&registered.domain)?;
+            Ok(Some(registered))
+        }
+        Some(Security::Server { keys, allowed }) => {
+            let own = CurveKeyPair::generate().map_err(|_| zmq::Error::ENOTSUP)?;
+            if let Some(allowed) = allowed {
+                allowed.add(own.public());
+            }
+            client(&own, &keys.public())
+        }
+        Some(Security::Client { keys, server }) => client(keys, server),
+    }
+}
+
 /// A libzmq socket with its monitor, and what the transport keeps about it.
 struct Socket {
     driven: Driven,
@@ -327,7 +393,10 @@ struct Socket {
     role: Role,
     address: String,
     binds: bool,
-    options: SocketOptions,
+    /// How many messages the socket queues for one peer.
+    peer_queue: usize,
+    /// The allow-list this socket's CURVE handshakes are checked against, while it lives.
+    _admits: Option<zap::Registered>,
 }
 
 impl Socket {
@@ -336,9 +405,10 @@ impl Socket {
     fn open(
         role: Role,
         address: &str,
+        binds: bool,
         topics: &[String],
-        options: SocketOptions,
-    ) -> Result<(zmq::Socket, zmq::Socket), zmq::Error> {
+        options: &SocketOptions,
+    ) -> Result<Opened, zmq::Error> {
         let socket = CONTEXT.socket(kind(role))?;
         let queue = i32::try_from(options.peer_queue).unwrap_or(i32::MAX);
         socket.set_sndhwm(queue)?;
@@ -371,28 +441,34 @@ impl Socket {
         for topic in topics {
             socket.set_subscribe(topic.as_bytes())?;
         }
+        let admits = secure(&socket, options.security.as_ref(), binds, address)?;
         let events = Watched::attach(&socket)?;
-        Ok((socket, events))
+        Ok(Opened {
+            socket,
+            events,
+            admits,
+        })
     }
 
     /// Drives a bound or dialing `socket` on `address`, and watches its monitor.
     fn start(
-        (socket, events): (zmq::Socket, zmq::Socket),
+        opened: Opened,
         role: Role,
         address: String,
         binds: bool,
         monitor: ZmqMonitor,
-        options: SocketOptions,
+        options: &SocketOptions,
     ) -> Result<Self, zmq::Error> {
         Ok(Self {
-            peers: Watched::start(events, role, &address, binds, monitor.clone())?,
+            peers: Watched::start(opened.events, role, &address, binds, monitor.clone())?,
             monitor,
             not_reading: NotReading::default(),
-            driven: Driven::new(socket)?,
+            driven: Driven::new(opened.socket)?,
             role,
             address,
             binds,
-            options,
+            peer_queue: options.peer_queue,
+            _admits: opened.admits,
         })
     }
 
@@ -407,13 +483,14 @@ impl Socket {
             endpoint: address.to_owned(),
             source: fault(err),
         };
-        let opened = Self::open(role, address, topics, options).map_err(failed)?;
-        opened.0.bind(&bind_form(address)).map_err(failed)?;
-        let resolved = match opened.0.get_last_endpoint() {
+        curve_available(&options, address)?;
+        let opened = Self::open(role, address, true, topics, &options).map_err(failed)?;
+        opened.socket.bind(&bind_form(address)).map_err(failed)?;
+        let resolved = match opened.socket.get_last_endpoint() {
             Ok(Ok(resolved)) => resolved,
             _ => address.to_owned(),
         };
-        let socket = Self::start(opened, role, resolved.clone(), true, monitor, options);
+        let socket = Self::start(opened, role, resolved.clone(), true, monitor, &options);
         Ok((socket.map_err(failed)?, resolved))
     }
 
@@ -428,10 +505,11 @@ impl Socket {
             endpoint: address.to_owned(),
             source: fault(err),
         };
-        let opened = Self::open(role, address, topics, options).map_err(failed)?;
+        curve_available(&options, address)?;
+        let opened = Self::open(role, address, false, topics, &options).map_err(failed)?;
         // libzmq dials in the background, and again whenever the peer goes away.
-        opened.0.connect(address).map_err(failed)?;
-        Self::start(opened, role, address.to_owned(), false, monitor, options).map_err(failed)
+        opened.socket.connect(address).map_err(failed)?;
+        Self::start(opened, role, address.to_owned(), false, monitor, &options).map_err(failed)
     }
 
     /// Waits until the socket has a peer: a dialing one finished its handshake, a bound one
@@ -457,7 +535,7 @@ impl Socket {
         let why = if self.reached() {
             format!(
                 "the peer is not reading: its queue of {} messages is full",
-                self.options.peer_queue
+                self.peer_queue
             )
         } else {
             "no peer is connected".to_owned()
@@ -743,7 +821,7 @@ impl Socket {
             tracing::warn!(
                 endpoint = %self.address,
                 rule = "peer-not-reading",
-                queue = self.options.peer_queue,
+                queue = self.peer_queue,
                 "a requester is not reading its answers: they are dropped until it reads again"
             );
         }
@@ -751,7 +829,7 @@ impl Socket {
             endpoint: self.address.clone(),
             source: format!(
                 "the requester is not reading: its queue of {} answers is full",
-                self.options.peer_queue
+                self.peer_queue
             )
             .into(),
         }

@@ -12,6 +12,8 @@ pub(crate) mod bus;
 #[cfg(feature = "libzmq")]
 mod libzmq;
 mod writer;
+#[cfg(feature = "libzmq")]
+mod zap;
 #[cfg(not(feature = "libzmq"))]
 mod zeromq;
 
@@ -63,7 +65,7 @@ enum Backend {
 }
 
 /// What every socket is opened with, from its broker's settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[cfg_attr(
     not(feature = "libzmq"),
     expect(dead_code, reason = "the `zeromq` client's limits are its own")
@@ -78,6 +80,9 @@ pub(crate) struct SocketOptions {
     pub(crate) heartbeat: Option<(Duration, Duration)>,
     /// How long a new connection may take to finish its handshake (libzmq).
     pub(crate) handshake_timeout: Duration,
+    /// CURVE on every socket, when the endpoint has it (libzmq).
+    #[cfg(feature = "libzmq")]
+    pub(crate) security: Option<crate::curve::Security>,
 }
 
 impl SocketOptions {
@@ -88,6 +93,8 @@ impl SocketOptions {
             max_message_bytes: settings.limits.message_bytes(),
             heartbeat: settings.heartbeat,
             handshake_timeout: settings.handshake_timeout,
+            #[cfg(feature = "libzmq")]
+            security: None,
         }
     }
 }

@@ -247,3 +247,75 @@ async fn a_requester_that_never_reads_costs_the_others_nothing_and_its_dropped_a
     let _: Value = stalled.call(json!({"op": "events"})).await;
     running.shutdown().await.unwrap();
 }
+
+/// The test below, by the name libtest gives it: its child process runs it again by that name.
+const HUGE_FRAME: &str = "libzmq_faults::a_frame_of_200_mb_over_a_1_mib_limit_is_refused_without_being_read_into_memory";
+
+/// What the child prints in front of its figures.
+const HUGE_FRAME_FIGURES: &str = "huge frame figures: ";
+
+/// The memory is the whole process's, and other tests run beside this one: the service runs in
+/// a child process of its own, which measures itself; the parent requires its verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_of_200_mb_over_a_1_mib_limit_is_refused_without_being_read_into_memory() {
+    if crate::support::is_child(HUGE_FRAME) {
+        return huge_frame_in_a_process_of_its_own().await;
+    }
+    let end = crate::support::ChildTest::spawn(HUGE_FRAME)
+        .end(STEP * 6)
+        .await;
+    if let Some(figures) = end.stdout.lines().find(|line| line.contains(HUGE_FRAME_FIGURES)) {
+        println!("{figures}");
+    }
+    assert!(
+        end.status.is_some_and(|status| status.success())
+            && end.stdout.contains("test result: ok. 1 passed")
+            && end.stdout.contains(HUGE_FRAME_FIGURES),
+        "the child process did not pass with its figures: {}",
+        end.describe()
+    );
+}
+
+async fn huge_frame_in_a_process_of_its_own() {
+    use crate::support::Memory;
+    logs();
+    const LIMIT: usize = 1 << 20;
+    const HUGE: usize = 200_000_000;
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .limits(WireLimits::default().max_message_bytes(LIMIT))
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let address = monitor.bound_address().unwrap();
+    let mut attacker = PyPeer::connect("PUSH", &address, json!({})).await;
+    // A message at the limit first: what reading one costs is in the peak before the attack.
+    attacker
+        .send_frames(vec![json!("jobs"), json!({"repeat": "x", "times": LIMIT - 8})])
+        .await;
+    tap.expect("the message at the limit").await;
+    let before = Memory::now();
+    attacker
+        .send_frames(vec![json!("jobs"), json!({"repeat": "x", "times": HUGE})])
+        .await;
+    until(STEP * 3, "the attacker's connection cut", || monitor.peers_lost() >= 1).await;
+    let mut next = PyPeer::connect("PUSH", &address, json!({})).await;
+    next.send(&[b"jobs", br#"{"n":2}"#]).await;
+    assert_eq!(json_of(&tap.expect("the next peer's message").await)["n"], 2);
+    let after = Memory::now();
+    println!(
+        "{HUGE_FRAME_FIGURES}a {HUGE}-byte frame against a {LIMIT}-byte limit: VmHWM {} KiB \
+         before, {} KiB after (VmRSS {} KiB)",
+        before.peak_kib, after.peak_kib, after.rss_kib
+    );
+    // Reading the frame whole would add 195,000 KiB; a few read buffers are all it may cost.
+    assert!(
+        after.peak_kib <= before.peak_kib + 16 * 1024,
+        "the peak resident set grew from {} to {} KiB",
+        before.peak_kib,
+        after.peak_kib
+    );
+    assert_eq!(monitor.refused(), 0, "libzmq refused it before the service saw it");
+    connected.shutdown().await.unwrap();
+}

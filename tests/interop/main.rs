@@ -6,6 +6,8 @@
 
 mod support;
 
+#[cfg(feature = "libzmq")]
+mod curve;
 mod fanout;
 // What the `zeromq` client does with heartbeating peers; libzmq's counterparts are in
 // `libzmq_faults`.

@@ -1,0 +1,223 @@
+//! Who may connect to a CURVE endpoint with an allow-list: libzmq asks, for each client's
+//! handshake, an authentication handler of the process (ZAP, ZeroMQ RFC 27) on
+//! `inproc://zeromq.zap.01`. One thread answers those requests for every such endpoint of the
+//! process, each known by the ZAP domain its sockets carry.
+//!
+//! A refused client is logged once per endpoint and key, naming the endpoint, the peer's address
+//! and the key's fingerprint; libzmq then reports the failed handshake to the socket's monitor,
+//! which counts it.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        LazyLock, Mutex, OnceLock, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use super::libzmq::CONTEXT;
+use crate::curve::{AllowList, CurvePublicKey};
+
+/// Where libzmq sends its authentication requests.
+const HANDLER: &str = "inproc://zeromq.zap.01";
+
+/// The endpoints with an allow-list, by ZAP domain.
+static DOMAINS: LazyLock<Mutex<HashMap<String, Domain>>> = LazyLock::new(Default::default);
+
+/// Numbers the domains.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the handler's thread runs (or why it could not start).
+static HANDLER_STARTED: OnceLock<Result<(), zmq::Error>> = OnceLock::new();
+
+/// One endpoint's allow-list, and the keys it refused so far (each logged once).
+struct Domain {
+    allowed: AllowList,
+    endpoint: String,
+    refused: HashSet<CurvePublicKey>,
+}
+
+/// A registered allow-list; dropping it forgets the domain.
+pub(crate) struct Registered {
+    pub(crate) domain: String,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        domains().remove(&self.domain);
+    }
+}
+
+fn domains() -> std::sync::MutexGuard<'static, HashMap<String, Domain>> {
+    DOMAINS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Registers the allow-list of the server socket on `endpoint`, starting the handler on first
+/// use; the socket carries the domain answered.
+pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered, zmq::Error> {
+    HANDLER_STARTED.get_or_init(start).clone()?;
+    let domain = format!("ruststream-zmq-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    domains().insert(
+        domain.clone(),
+        Domain {
+            allowed,
+            endpoint: endpoint.to_owned(),
+            refused: HashSet::new(),
+        },
+    );
+    Ok(Registered { domain })
+}
+
+fn start() -> Result<(), zmq::Error> {
+    let handler = CONTEXT.socket(zmq::REP)?;
+    handler.bind(HANDLER)?;
+    std::thread::Builder::new()
+        .name("zmq-zap".to_owned())
+        .spawn(move || {
+            while let Ok(request) = handler.recv_multipart(0) {
+                let reply = answer(&request);
+                if handler.send_multipart(reply, 0).is_err() {
+                    break;
+                }
+            }
+        })
+        .map(drop)
+        .map_err(|_| zmq::Error::EMFILE)
+}
+
+/// What the handler answers one request: `[version][request id][status][text][user][metadata]`.
+fn answer(request: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    // `[version][request id][domain][address][identity][mechanism][credentials...]`
+    let [version, id, domain, address, _identity, mechanism, credentials @ ..] = request else {
+        return reply(b"1.0", b"", Verdict::Malformed);
+    };
+    let domain = String::from_utf8_lossy(domain);
+    let key = credentials
+        .first()
+        .filter(|_| mechanism.as_slice() == b"CURVE")
+        .and_then(|key| CurvePublicKey::from_bytes(key));
+    let mut domains = domains();
+    let verdict = verdict(domains.get(domain.as_ref()).map(|d| &d.allowed), key.as_ref());
+    if verdict == Verdict::Refused
+        && let (Some(known), Some(key)) = (domains.get_mut(domain.as_ref()), key)
+        && first_refusal(&mut known.refused, key)
+    {
+        tracing::warn!(
+            endpoint = %known.endpoint,
+            peer = %String::from_utf8_lossy(address),
+            key = %key.fingerprint(),
+            rule = "curve-allow-list",
+            "refused a client whose CURVE key is not on the endpoint's allow-list; it is \
+             refused again at every attempt, logged once"
+        );
+    }
+    reply(version, id, verdict)
+}
+
+/// Whether a handshake goes ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Admitted,
+    /// Not on the allow-list, or not a CURVE client.
+    Refused,
+    /// A request that does not follow RFC 27.
+    Malformed,
+}
+
+/// The decision, over the endpoint's allow-list and the client's key (none when it did not
+/// speak CURVE). libzmq asks about every CURVE server of the process once a handler runs, and
+/// one with no allow-list (no domain of ours) admits any client that knows its key.
+fn verdict(allowed: Option<&AllowList>, key: Option<&CurvePublicKey>) -> Verdict {
+    match (allowed, key) {
+        (None, _) => Verdict::Admitted,
+        (Some(allowed), Some(key)) if allowed.admits(key) => Verdict::Admitted,
+        (Some(_), _) => Verdict::Refused,
+    }
+}
+
+/// Notes a refusal of `key`; answers whether it is the first (the one that is logged). Bounded:
+/// past 1,024 keys an endpoint stops remembering, and logs each new one.
+fn first_refusal(refused: &mut HashSet<CurvePublicKey>, key: CurvePublicKey) -> bool {
+    if refused.contains(&key) {
+        return false;
+    }
+    if refused.len() < 1_024 {
+        refused.insert(key);
+    }
+    true
+}
+
+fn reply(version: &[u8], id: &[u8], verdict: Verdict) -> Vec<Vec<u8>> {
+    let (status, text): (&[u8], &[u8]) = match verdict {
+        Verdict::Admitted => (b"200", b"OK"),
+        Verdict::Refused => (b"400", b"not on the allow-list"),
+        Verdict::Malformed => (b"500", b"malformed request"),
+    };
+    vec![
+        version.to_vec(),
+        id.to_vec(),
+        status.to_vec(),
+        text.to_vec(),
+        Vec::new(),
+        Vec::new(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::curve::CurveKeyPair;
+
+    fn request(domain: &str, mechanism: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
+        vec![
+            b"1.0".to_vec(),
+            b"7".to_vec(),
+            domain.as_bytes().to_vec(),
+            b"127.0.0.1".to_vec(),
+            Vec::new(),
+            mechanism.to_vec(),
+            key.to_vec(),
+        ]
+    }
+
+    #[test]
+    fn a_listed_key_is_admitted_and_any_other_refused() {
+        let listed = CurveKeyPair::generate().unwrap().public();
+        let other = CurveKeyPair::generate().unwrap().public();
+        let allowed = AllowList::new([listed]);
+        assert_eq!(verdict(Some(&allowed), Some(&listed)), Verdict::Admitted);
+        assert_eq!(verdict(Some(&allowed), Some(&other)), Verdict::Refused);
+        assert_eq!(verdict(Some(&allowed), None), Verdict::Refused);
+        assert_eq!(verdict(None, Some(&listed)), Verdict::Admitted, "a server with no list");
+    }
+
+    #[test]
+    fn a_refused_key_is_logged_once_and_the_memory_of_them_is_bounded() {
+        let key = CurveKeyPair::generate().unwrap().public();
+        let mut refused = HashSet::new();
+        assert!(first_refusal(&mut refused, key));
+        assert!(!first_refusal(&mut refused, key));
+        for _ in 0..1_100 {
+            first_refusal(&mut refused, CurveKeyPair::generate().unwrap().public());
+        }
+        assert_eq!(refused.len(), 1_024);
+    }
+
+    #[test]
+    fn the_handler_answers_each_request_with_its_id_and_the_status_of_the_verdict() {
+        let listed = CurveKeyPair::generate().unwrap().public();
+        let registered = register(AllowList::new([listed]), "tcp://127.0.0.1:1").unwrap();
+        let admitted = answer(&request(&registered.domain, b"CURVE", listed.bytes()));
+        assert_eq!(admitted[1], b"7");
+        assert_eq!(admitted[2], b"200");
+        let stranger = CurveKeyPair::generate().unwrap().public();
+        let refused = answer(&request(&registered.domain, b"CURVE", stranger.bytes()));
+        assert_eq!(refused[2], b"400");
+        assert_eq!(answer(&request(&registered.domain, b"NULL", b""))[2], b"400");
+        assert_eq!(answer(&[b"1.0".to_vec()])[2], b"500");
+        let domain = registered.domain.clone();
+        drop(registered);
+        let stranger_elsewhere = answer(&request(&domain, b"CURVE", stranger.bytes()));
+        assert_eq!(stranger_elsewhere[2], b"200", "no list any more: a server with none");
+    }
+}

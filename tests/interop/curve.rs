@@ -1,0 +1,292 @@
+//! CURVE on the libzmq backend, against pyzmq CURVE peers: every pattern end to end with the
+//! right keys, a wrong server key and a client off the allow-list refused and counted, and the
+//! bytes on the wire never in clear (a relay between the two keeps them).
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher, Subscribe};
+use ruststream_zmq::prelude::*;
+use ruststream_zmq::{CurveKeyPair, CurvePublicKey};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, logs, python};
+
+/// What the messages carry: it must never be seen on the wire under CURVE.
+const SECRET_TEXT: &str = "card 4111-1111-1111-1111";
+
+/// A key pair made by pyzmq, as Z85 text: (public, secret).
+fn python_keypair() -> (String, String) {
+    let out = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import zmq; p, s = zmq.curve_keypair(); print(p.decode(), s.decode())",
+        ])
+        .output()
+        .expect("running Python for a key pair");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (public, secret) = text.trim().split_once(' ').expect("two keys");
+    (public.to_owned(), secret.to_owned())
+}
+
+/// The options of a pyzmq CURVE client with `keys` of the server `server`.
+fn client_of(server: &CurvePublicKey, (public, secret): &(String, String)) -> Value {
+    json!({
+        "CURVE_SERVERKEY": server.to_z85(),
+        "CURVE_PUBLICKEY": public,
+        "CURVE_SECRETKEY": secret,
+    })
+}
+
+/// A TCP relay to `target` that keeps every byte crossing it, both ways.
+struct Relay {
+    address: String,
+    seen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Relay {
+    async fn to(target: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("tcp://{}", listener.local_addr().unwrap());
+        let target = target.trim_start_matches("tcp://").to_owned();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Ok(outbound) = TcpStream::connect(&target).await else {
+                    continue;
+                };
+                let (from_in, to_in) = inbound.into_split();
+                let (from_out, to_out) = outbound.into_split();
+                tokio::spawn(copy(from_in, to_out, Arc::clone(&kept)));
+                tokio::spawn(copy(from_out, to_in, Arc::clone(&kept)));
+            }
+        });
+        Self { address, seen }
+    }
+
+    /// Whether `text` crossed the relay in clear, and how many bytes crossed in all.
+    fn saw(&self, text: &str) -> (bool, usize) {
+        let seen = self.seen.lock().unwrap();
+        let found = seen
+            .windows(text.len())
+            .any(|window| window == text.as_bytes());
+        (found, seen.len())
+    }
+}
+
+async fn copy(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    seen: Arc<Mutex<Vec<u8>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0; 1 << 16];
+    while let Ok(n) = from.read(&mut buffer).await {
+        if n == 0 || to.write_all(&buffer[..n]).await.is_err() {
+            break;
+        }
+        seen.lock().unwrap().extend_from_slice(&buffer[..n]);
+    }
+}
+
+fn job(n: u64) -> Vec<u8> {
+    json!({"n": n, "note": SECRET_TEXT}).to_string().into_bytes()
+}
+
+/// A bound queue under CURVE that admits `clients`; its subscription `jobs`, tapped.
+async fn curve_queue(
+    server: &CurveKeyPair,
+    clients: &[&(String, String)],
+) -> (ruststream_zmq::ConnectedZmqQueue<Bound>, Tap, String) {
+    let allowed = clients
+        .iter()
+        .map(|(public, _)| CurvePublicKey::from_z85(public).unwrap());
+    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0")
+        .curve(server.clone())
+        .allow_clients(allowed);
+    let connected = ZmqQueue::new(endpoint).connect().await.unwrap();
+    let tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let address = connected.monitor().bound_address().unwrap();
+    (connected, tap, address)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_queue_shows_its_messages_in_clear_to_the_relay() {
+    // The control for the test below: the relay does see what crosses it.
+    logs();
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let relay = Relay::to(&connected.monitor().bound_address().unwrap()).await;
+    let mut peer = PyPeer::connect("PUSH", &relay.address, json!({})).await;
+    peer.send(&[b"jobs", &job(1)]).await;
+    assert_eq!(json_of(&tap.expect("the plain job").await)["n"], 1);
+    assert!(relay.saw(SECRET_TEXT).0, "the relay missed a message in clear");
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curve_queue_takes_a_listed_pyzmq_client_and_nothing_crosses_the_wire_in_clear() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let client = python_keypair();
+    let (connected, mut tap, address) = curve_queue(&server, &[&client]).await;
+    let relay = Relay::to(&address).await;
+    let mut peer = PyPeer::connect("PUSH", &relay.address, client_of(&server.public(), &client)).await;
+    for n in 1..=3 {
+        peer.send(&[b"jobs", &job(n)]).await;
+    }
+    for n in 1..=3 {
+        let message = json_of(&tap.expect("a job over CURVE").await);
+        assert_eq!(message, json!({"n": n, "note": SECRET_TEXT}));
+    }
+    let (in_clear, crossed) = relay.saw(SECRET_TEXT);
+    println!("{crossed} bytes crossed the relay under CURVE");
+    assert!(crossed > 3 * SECRET_TEXT.len(), "the messages did not cross the relay");
+    assert!(!in_clear, "a message crossed the wire in clear");
+    assert_eq!(connected.monitor().peers_refused(), 0);
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_a_wrong_server_key_is_refused_and_counted_and_nothing_arrives() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let client = python_keypair();
+    let (connected, mut tap, address) = curve_queue(&server, &[&client]).await;
+    let monitor = connected.monitor();
+    let impostor = CurveKeyPair::generate().unwrap().public();
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&impostor, &client)).await;
+    peer.send(&[b"jobs", &job(1)]).await;
+    let deadline = Deadline::after(STEP, "the handshake with a wrong server key refused");
+    while monitor.peers_refused() == 0 {
+        deadline.check();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_off_the_allow_list_is_refused_at_every_attempt_and_counted() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let (listed, stranger) = (python_keypair(), python_keypair());
+    let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    let monitor = connected.monitor();
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
+    peer.send(&[b"jobs", &job(1)]).await;
+    // libzmq dials again after each refusal: each attempt is refused and counted.
+    let deadline = Deadline::after(STEP, "two refusals of the unlisted client");
+    while monitor.peers_refused() < 2 {
+        deadline.check();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    // The listed client still gets in.
+    let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
+    friend.send(&[b"jobs", &job(2)]).await;
+    assert_eq!(json_of(&tap.expect("the listed client's job").await)["n"], 2);
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curve_fanout_publishes_to_a_listed_pyzmq_subscriber_and_not_in_clear() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let client = python_keypair();
+    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0")
+        .curve(server.clone())
+        .allow_clients([CurvePublicKey::from_z85(&client.0).unwrap()]);
+    let connected = ZmqFanout::new(endpoint).connect().await.unwrap();
+    let address = connected.bind_publisher().await.unwrap();
+    let publisher = connected.publisher();
+    let relay = Relay::to(&address).await;
+    let mut options = client_of(&server.public(), &client);
+    options["SUBSCRIBE"] = json!("prices");
+    let mut sub = PyPeer::connect("SUB", &relay.address, options).await;
+    // The slow joiner: publish until the subscription has reached the PUB.
+    let deadline = Deadline::after(STEP, "a price at the CURVE subscriber");
+    let received = loop {
+        publisher
+            .publish(
+                OutgoingMessage::produced("prices", BytesMut::from(&job(1)[..])),
+                None,
+            )
+            .await
+            .unwrap();
+        if let Some(received) = sub.recv(Duration::from_millis(50)).await {
+            break received;
+        }
+        deadline.check();
+    };
+    assert_eq!(received.payload()["note"], SECRET_TEXT);
+    assert!(!relay.saw(SECRET_TEXT).0, "a price crossed the wire in clear");
+    connected.shutdown().await.unwrap();
+}
+
+#[derive(Debug, Serialize, Deserialize, Outgoing)]
+struct Ask {
+    id: u64,
+    note: String,
+}
+
+#[subscriber(Responder::<Bound>, reply("reply"))]
+async fn answer(ask: &Ask) -> Ask {
+    Ask {
+        id: ask.id * 10,
+        note: ask.note.clone(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curve_responder_answers_a_listed_pyzmq_dealer_and_not_in_clear() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let client = python_keypair();
+    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0")
+        .curve(server.clone())
+        .allow_clients([CurvePublicKey::from_z85(&client.0).unwrap()]);
+    let broker = ZmqRpc::new(endpoint);
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("curve-rpc", "0.1.0")).with_broker(broker, |b| {
+        b.include(answer.name("asks").out_retry("asks.retry@tcp://127.0.0.1:1"))
+            .out_reply(Publish)
+            .transform(ToRequester);
+    });
+    let running = app.start().await.unwrap();
+    let relay = Relay::to(&monitor.bound_address().unwrap()).await;
+    let mut dealer =
+        PyPeer::connect("DEALER", &relay.address, client_of(&server.public(), &client)).await;
+    let ask = json!({"id": 4, "note": SECRET_TEXT}).to_string();
+    dealer
+        .send(&[b"asks", b"correlation-id: c-1", ask.as_bytes()])
+        .await;
+    let reply = dealer.expect("the answer over CURVE").await;
+    assert_eq!(reply.payload(), json!({"id": 40, "note": SECRET_TEXT}));
+    assert!(!relay.saw(SECRET_TEXT).0, "a request or answer crossed the wire in clear");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_curve_queue_reads_from_a_pyzmq_curve_server() {
+    logs();
+    let (server_public, server_secret) = python_keypair();
+    let server = json!({"CURVE_SERVER": 1, "CURVE_SECRETKEY": server_secret});
+    let mut push = PyPeer::bind("PUSH", "tcp://127.0.0.1:*", server).await;
+    let own = CurveKeyPair::generate().unwrap();
+    let endpoint = ZmqEndpoint::dial(push.endpoint.clone())
+        .curve(own, CurvePublicKey::from_z85(&server_public).unwrap());
+    let connected = ZmqQueue::new(endpoint).connect().await.unwrap();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    push.send(&[b"jobs", &job(7)]).await;
+    assert_eq!(json_of(&tap.expect("the server's job").await)["n"], 7);
+    connected.shutdown().await.unwrap();
+}
