@@ -490,6 +490,9 @@ impl Socket {
             Ok(Ok(resolved)) => resolved,
             _ => address.to_owned(),
         };
+        if let Some(admits) = &opened.admits {
+            admits.listening_on(&resolved);
+        }
         let socket = Self::start(opened, role, resolved.clone(), true, monitor, &options);
         Ok((socket.map_err(failed)?, resolved))
     }

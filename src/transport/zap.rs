@@ -42,6 +42,15 @@ pub(crate) struct Registered {
     pub(crate) domain: String,
 }
 
+impl Registered {
+    /// Names the endpoint by the address the socket really listens on, once it is bound.
+    pub(crate) fn listening_on(&self, endpoint: &str) {
+        if let Some(known) = domains().get_mut(&self.domain) {
+            endpoint.clone_into(&mut known.endpoint);
+        }
+    }
+}
+
 impl Drop for Registered {
     fn drop(&mut self) {
         domains().remove(&self.domain);
