@@ -299,12 +299,16 @@ mod tests {
             "#   ZeroMQ CURVE **Secret** Certificate\n\nmetadata\ncurve\n    public-key = \
              \"{PUBLIC}\"\n    secret-key = \"{SECRET}\"\n"
         );
-        let path = std::env::temp_dir().join(format!("curve-test-{}.key_secret", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("curve-test-{}.key_secret", std::process::id()));
         std::fs::write(&path, text).unwrap();
         let pair = CurveKeyPair::from_file(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(pair.public().to_z85(), PUBLIC);
-        assert_eq!(pair.secret(), CurveKeyPair::from_z85(PUBLIC, SECRET).unwrap().secret());
+        assert_eq!(
+            pair.secret(),
+            CurveKeyPair::from_z85(PUBLIC, SECRET).unwrap().secret()
+        );
     }
 
     #[test]
@@ -319,7 +323,13 @@ mod tests {
     #[test]
     fn the_secret_never_shows_in_debug_output() {
         let pair = CurveKeyPair::from_z85(PUBLIC, SECRET).unwrap();
-        let shown = format!("{pair:?} {:?}", Security::Client { keys: pair.clone(), server: pair.public() });
+        let shown = format!(
+            "{pair:?} {:?}",
+            Security::Client {
+                keys: pair.clone(),
+                server: pair.public()
+            }
+        );
         assert!(!shown.contains(SECRET), "{shown}");
         assert!(shown.contains(PUBLIC));
     }

@@ -124,7 +124,7 @@ impl ZmqEndpoint<Bound> {
     /// let endpoint = ZmqEndpoint::bind("tcp://0.0.0.0:5555")
     ///     .curve(server)
     ///     .allow_clients([client.public()]);
-    /// assert!(format!("{endpoint:?}").contains("curve: \"server, 1 client allowed\""));
+    /// assert!(format!("{endpoint:?}").contains("curve: \"server, clients allowed: 1\""));
     /// ```
     #[cfg(feature = "libzmq")]
     #[must_use]

@@ -130,14 +130,22 @@ impl ZmqMonitor {
         self.inner.dropped_not_reading.load(Ordering::Relaxed)
     }
 
-    #[cfg_attr(not(feature = "libzmq"), expect(dead_code, reason = "libzmq reports these"))]
+    #[cfg_attr(
+        not(feature = "libzmq"),
+        expect(dead_code, reason = "libzmq reports these")
+    )]
     pub(crate) fn count_peer_refused(&self) {
         self.inner.peers_refused.fetch_add(1, Ordering::Relaxed);
     }
 
-    #[cfg_attr(not(feature = "libzmq"), expect(dead_code, reason = "libzmq reports these"))]
+    #[cfg_attr(
+        not(feature = "libzmq"),
+        expect(dead_code, reason = "libzmq reports these")
+    )]
     pub(crate) fn count_dropped_not_reading(&self) {
-        self.inner.dropped_not_reading.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .dropped_not_reading
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Every rule that refused a message so far, with its count, in the rules' order by name.

@@ -682,7 +682,6 @@ impl Writer {
         self.0.reach().await;
     }
 
-
     /// Takes in what the socket's monitor reported since the last look: nothing to do, its
     /// watcher keeps it up to date.
     #[expect(clippy::unused_async, reason = "the same call as on the other backend")]
@@ -843,7 +842,10 @@ impl Socket {
         if self.role != Role::Router || self.not_reading.is_empty() {
             return;
         }
-        if let Some(dropped) = frames.first().and_then(|id| self.not_reading.reads_again(id)) {
+        if let Some(dropped) = frames
+            .first()
+            .and_then(|id| self.not_reading.reads_again(id))
+        {
             tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
         }
     }
@@ -897,7 +899,10 @@ mod tests {
         assert_eq!(Event::parse(&event(E::CONNECTED)), Event::Opened);
         assert_eq!(Event::parse(&event(E::HANDSHAKE_SUCCEEDED)), Event::Ready);
         assert_eq!(Event::parse(&event(E::DISCONNECTED)), Event::Closed);
-        assert_eq!(Event::parse(&event(E::HANDSHAKE_FAILED_AUTH)), Event::Refused);
+        assert_eq!(
+            Event::parse(&event(E::HANDSHAKE_FAILED_AUTH)),
+            Event::Refused
+        );
         assert_eq!(Event::parse(&event(E::MONITOR_STOPPED)), Event::Stopped);
         assert_eq!(Event::parse(&event(E::LISTENING)), Event::Other);
         assert_eq!(Event::parse(&[]), Event::Other);
@@ -908,10 +913,16 @@ mod tests {
     fn a_dialing_socket_is_reached_from_its_handshake_until_its_connection_closes() {
         let mut peers = Peers::default();
         assert!(!peers.note(Event::Opened));
-        assert!(!peers.reached(false), "connected but not yet through the handshake");
+        assert!(
+            !peers.reached(false),
+            "connected but not yet through the handshake"
+        );
         peers.note(Event::Ready);
         assert!(peers.reached(false));
-        assert!(peers.note(Event::Closed), "a closed connection is a peer lost");
+        assert!(
+            peers.note(Event::Closed),
+            "a closed connection is a peer lost"
+        );
         assert!(!peers.reached(false));
     }
 
@@ -919,10 +930,16 @@ mod tests {
     fn a_requester_that_is_not_reading_is_warned_about_once_an_episode() {
         let mut episodes = NotReading::default();
         let slow = Bytes::from_static(b"slow");
-        assert!(episodes.dropped(slow.clone()), "the first drop begins an episode");
+        assert!(
+            episodes.dropped(slow.clone()),
+            "the first drop begins an episode"
+        );
         assert!(!episodes.dropped(slow.clone()));
         assert!(!episodes.dropped(slow.clone()));
-        assert!(episodes.dropped(Bytes::from_static(b"other")), "one episode a requester");
+        assert!(
+            episodes.dropped(Bytes::from_static(b"other")),
+            "one episode a requester"
+        );
         assert_eq!(episodes.reads_again(&slow), Some(3));
         assert_eq!(episodes.reads_again(&slow), None, "the episode ended");
         assert!(episodes.dropped(slow), "a new episode begins");

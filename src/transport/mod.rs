@@ -257,9 +257,9 @@ impl Transport {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             let socket = match backend {
-                Backend::Sockets(monitor, options) => Sending::Sockets(
-                    sockets::Writer::dial(role, &address, monitor, options).await?,
-                ),
+                Backend::Sockets(monitor, options) => {
+                    Sending::Sockets(sockets::Writer::dial(role, &address, monitor, options).await?)
+                }
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => Sending::InProcess(peer.dial_writer(role, &address)),
             };

@@ -97,7 +97,16 @@ fn start() -> Result<(), zmq::Error> {
 /// What the handler answers one request: `[version][request id][status][text][user][metadata]`.
 fn answer(request: &[Vec<u8>]) -> Vec<Vec<u8>> {
     // `[version][request id][domain][address][identity][mechanism][credentials...]`
-    let [version, id, domain, address, _identity, mechanism, credentials @ ..] = request else {
+    let [
+        version,
+        id,
+        domain,
+        address,
+        _identity,
+        mechanism,
+        credentials @ ..,
+    ] = request
+    else {
         return reply(b"1.0", b"", Verdict::Malformed);
     };
     let domain = String::from_utf8_lossy(domain);
@@ -106,7 +115,10 @@ fn answer(request: &[Vec<u8>]) -> Vec<Vec<u8>> {
         .filter(|_| mechanism.as_slice() == b"CURVE")
         .and_then(|key| CurvePublicKey::from_bytes(key));
     let mut domains = domains();
-    let verdict = verdict(domains.get(domain.as_ref()).map(|d| &d.allowed), key.as_ref());
+    let verdict = verdict(
+        domains.get(domain.as_ref()).map(|d| &d.allowed),
+        key.as_ref(),
+    );
     if verdict == Verdict::Refused
         && let (Some(known), Some(key)) = (domains.get_mut(domain.as_ref()), key)
         && first_refusal(&mut known.refused, key)
@@ -197,7 +209,11 @@ mod tests {
         assert_eq!(verdict(Some(&allowed), Some(&listed)), Verdict::Admitted);
         assert_eq!(verdict(Some(&allowed), Some(&other)), Verdict::Refused);
         assert_eq!(verdict(Some(&allowed), None), Verdict::Refused);
-        assert_eq!(verdict(None, Some(&listed)), Verdict::Admitted, "a server with no list");
+        assert_eq!(
+            verdict(None, Some(&listed)),
+            Verdict::Admitted,
+            "a server with no list"
+        );
     }
 
     #[test]
@@ -222,11 +238,17 @@ mod tests {
         let stranger = CurveKeyPair::generate().unwrap().public();
         let refused = answer(&request(&registered.domain, b"CURVE", stranger.bytes()));
         assert_eq!(refused[2], b"400");
-        assert_eq!(answer(&request(&registered.domain, b"NULL", b""))[2], b"400");
+        assert_eq!(
+            answer(&request(&registered.domain, b"NULL", b""))[2],
+            b"400"
+        );
         assert_eq!(answer(&[b"1.0".to_vec()])[2], b"500");
         let domain = registered.domain.clone();
         drop(registered);
         let stranger_elsewhere = answer(&request(&domain, b"CURVE", stranger.bytes()));
-        assert_eq!(stranger_elsewhere[2], b"200", "no list any more: a server with none");
+        assert_eq!(
+            stranger_elsewhere[2], b"200",
+            "no list any more: a server with none"
+        );
     }
 }

@@ -545,7 +545,9 @@ impl Writer {
         monitor: ZmqMonitor,
         _fixed_by_the_client: Options,
     ) -> Result<Self, ZmqError> {
-        Ok(Self(Supervised::dial(role, address, Vec::new(), monitor).await))
+        Ok(Self(
+            Supervised::dial(role, address, Vec::new(), monitor).await,
+        ))
     }
 
     /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
@@ -597,7 +599,9 @@ impl Duplex {
         monitor: ZmqMonitor,
         _fixed_by_the_client: Options,
     ) -> Result<Self, ZmqError> {
-        Ok(Self(Supervised::dial(role, address, Vec::new(), monitor).await))
+        Ok(Self(
+            Supervised::dial(role, address, Vec::new(), monitor).await,
+        ))
     }
 
     /// Starts the socket: answers the handle that sends through it, and the task to spawn,

@@ -95,7 +95,9 @@ async fn copy(
 }
 
 fn job(n: u64) -> Vec<u8> {
-    json!({"n": n, "note": SECRET_TEXT}).to_string().into_bytes()
+    json!({"n": n, "note": SECRET_TEXT})
+        .to_string()
+        .into_bytes()
 }
 
 /// A bound queue under CURVE that admits `clients`; its subscription `jobs`, tapped.
@@ -128,7 +130,10 @@ async fn a_plain_queue_shows_its_messages_in_clear_to_the_relay() {
     let mut peer = PyPeer::connect("PUSH", &relay.address, json!({})).await;
     peer.send(&[b"jobs", &job(1)]).await;
     assert_eq!(json_of(&tap.expect("the plain job").await)["n"], 1);
-    assert!(relay.saw(SECRET_TEXT).0, "the relay missed a message in clear");
+    assert!(
+        relay.saw(SECRET_TEXT).0,
+        "the relay missed a message in clear"
+    );
     connected.shutdown().await.unwrap();
 }
 
@@ -139,7 +144,8 @@ async fn a_curve_queue_takes_a_listed_pyzmq_client_and_nothing_crosses_the_wire_
     let client = python_keypair();
     let (connected, mut tap, address) = curve_queue(&server, &[&client]).await;
     let relay = Relay::to(&address).await;
-    let mut peer = PyPeer::connect("PUSH", &relay.address, client_of(&server.public(), &client)).await;
+    let mut peer =
+        PyPeer::connect("PUSH", &relay.address, client_of(&server.public(), &client)).await;
     for n in 1..=3 {
         peer.send(&[b"jobs", &job(n)]).await;
     }
@@ -149,7 +155,10 @@ async fn a_curve_queue_takes_a_listed_pyzmq_client_and_nothing_crosses_the_wire_
     }
     let (in_clear, crossed) = relay.saw(SECRET_TEXT);
     println!("{crossed} bytes crossed the relay under CURVE");
-    assert!(crossed > 3 * SECRET_TEXT.len(), "the messages did not cross the relay");
+    assert!(
+        crossed > 3 * SECRET_TEXT.len(),
+        "the messages did not cross the relay"
+    );
     assert!(!in_clear, "a message crossed the wire in clear");
     assert_eq!(connected.monitor().peers_refused(), 0);
     connected.shutdown().await.unwrap();
@@ -191,7 +200,10 @@ async fn a_client_off_the_allow_list_is_refused_and_counted_and_a_listed_one_sti
     // The listed client gets in, and only its job arrives.
     let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
     friend.send(&[b"jobs", &job(2)]).await;
-    assert_eq!(json_of(&tap.expect("the listed client's job").await)["n"], 2);
+    assert_eq!(
+        json_of(&tap.expect("the listed client's job").await)["n"],
+        2
+    );
     assert!(tap.next(Duration::from_millis(300)).await.is_none());
     assert_eq!(monitor.peers_refused(), 1);
     connected.shutdown().await.unwrap();
@@ -228,7 +240,10 @@ async fn a_curve_fanout_publishes_to_a_listed_pyzmq_subscriber_and_not_in_clear(
         deadline.check();
     };
     assert_eq!(received.payload()["note"], SECRET_TEXT);
-    assert!(!relay.saw(SECRET_TEXT).0, "a price crossed the wire in clear");
+    assert!(
+        !relay.saw(SECRET_TEXT).0,
+        "a price crossed the wire in clear"
+    );
     connected.shutdown().await.unwrap();
 }
 
@@ -257,21 +272,32 @@ async fn a_curve_responder_answers_a_listed_pyzmq_dealer_and_not_in_clear() {
     let broker = ZmqRpc::new(endpoint);
     let monitor = broker.monitor();
     let app = RustStream::new(AppInfo::new("curve-rpc", "0.1.0")).with_broker(broker, |b| {
-        b.include(answer.name("asks").out_retry("asks.retry@tcp://127.0.0.1:1"))
-            .out_reply(Publish)
-            .transform(ToRequester);
+        b.include(
+            answer
+                .name("asks")
+                .out_retry("asks.retry@tcp://127.0.0.1:1"),
+        )
+        .out_reply(Publish)
+        .transform(ToRequester);
     });
     let running = app.start().await.unwrap();
     let relay = Relay::to(&monitor.bound_address().unwrap()).await;
-    let mut dealer =
-        PyPeer::connect("DEALER", &relay.address, client_of(&server.public(), &client)).await;
+    let mut dealer = PyPeer::connect(
+        "DEALER",
+        &relay.address,
+        client_of(&server.public(), &client),
+    )
+    .await;
     let ask = json!({"id": 4, "note": SECRET_TEXT}).to_string();
     dealer
         .send(&[b"asks", b"correlation-id: c-1", ask.as_bytes()])
         .await;
     let reply = dealer.expect("the answer over CURVE").await;
     assert_eq!(reply.payload(), json!({"id": 40, "note": SECRET_TEXT}));
-    assert!(!relay.saw(SECRET_TEXT).0, "a request or answer crossed the wire in clear");
+    assert!(
+        !relay.saw(SECRET_TEXT).0,
+        "a request or answer crossed the wire in clear"
+    );
     running.shutdown().await.unwrap();
 }
 

@@ -18,9 +18,7 @@ use tokio::{
     sync::mpsc,
 };
 
-use crate::support::{
-    ChildTest, Deadline, Memory, PyPeer, STEP, is_child, latin1, logs,
-};
+use crate::support::{ChildTest, Deadline, Memory, PyPeer, STEP, is_child, latin1, logs};
 #[cfg(not(feature = "libzmq"))]
 use crate::support::{Tap, json_of};
 
@@ -106,7 +104,10 @@ fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
     let name = || frame(b"jobs");
     if cfg!(feature = "libzmq") {
         vec![
-            ("max-message-bytes", vec![name(), repeat("x", MESSAGE_LIMIT)]),
+            (
+                "max-message-bytes",
+                vec![name(), repeat("x", MESSAGE_LIMIT)],
+            ),
             (
                 "max-message-bytes",
                 vec![name(), frame(b""), repeat("x", MESSAGE_LIMIT)],
@@ -114,7 +115,10 @@ fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
         ]
     } else {
         vec![
-            ("max-message-bytes", vec![name(), repeat("x", MESSAGE_LIMIT + 1)]),
+            (
+                "max-message-bytes",
+                vec![name(), repeat("x", MESSAGE_LIMIT + 1)],
+            ),
             (
                 "max-message-bytes",
                 vec![name(), frame(b""), repeat("x", 4 * MESSAGE_LIMIT)],

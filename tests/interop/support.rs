@@ -108,7 +108,10 @@ impl PyPeer {
         Self::start(json!({"socket": "ROUTER", "bind": address, "serve": "echo"})).await
     }
 
-    #[cfg_attr(feature = "libzmq", allow(dead_code, reason = "the heartbeat pins use it"))]
+    #[cfg_attr(
+        feature = "libzmq",
+        allow(dead_code, reason = "the heartbeat pins use it")
+    )]
     pub async fn start_spec(spec: Value) -> Self {
         Self::start(spec).await
     }
@@ -467,7 +470,10 @@ impl ChildTest {
 
     /// What follows `mark` on the next line of the child's stdout that has it, or `None` when the
     /// child's stdout ends or `within` passes first. Lines before it are kept for [`Self::end`].
-    #[cfg_attr(feature = "libzmq", allow(dead_code, reason = "the frame-length pin uses it"))]
+    #[cfg_attr(
+        feature = "libzmq",
+        allow(dead_code, reason = "the frame-length pin uses it")
+    )]
     pub async fn after(&mut self, mark: &str, within: Duration) -> Option<String> {
         let deadline = Instant::now() + within;
         loop {

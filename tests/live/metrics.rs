@@ -123,7 +123,11 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
         (failed, outbox_labels.clone(), 1.0),
         (lost, outbox_labels.clone(), 0.0),
         // Every peer spoke ZMTP, and no requester is involved.
-        ("ruststream_zmq_peers_refused_total", payments.to_owned(), 0.0),
+        (
+            "ruststream_zmq_peers_refused_total",
+            payments.to_owned(),
+            0.0,
+        ),
         (
             "ruststream_zmq_answers_dropped_not_reading_total",
             payments.to_owned(),

@@ -1,9 +1,9 @@
 //! The one-way wire contract on a queue, fed by a raw ZeroMQ peer: the three accepted forms, and
 //! every refusal with its warning and counter, the next good message still delivered.
 
-use std::{convert::Infallible, time::Instant};
 #[cfg(feature = "libzmq")]
 use std::time::Duration;
+use std::{convert::Infallible, time::Instant};
 
 use ruststream_zmq::prelude::*;
 use serde::Deserialize;
@@ -210,9 +210,11 @@ async fn a_lone_frame_over_the_message_limit_is_refused_before_it_is_read_and_it
     let (running, monitor, mut peer, mut journal) = serve("lone-frame", limits).await;
     let address = monitor.bound_address().unwrap();
     send(&mut peer, vec![b"lone-frame".to_vec(), vec![b'x'; 5000]]).await;
-    crate::support::eventually(Duration::from_secs(10), "the sender's connection cut", || {
-        monitor.peers_lost() == 1
-    })
+    crate::support::eventually(
+        Duration::from_secs(10),
+        "the sender's connection cut",
+        || monitor.peers_lost() == 1,
+    )
     .await;
     let mut next = PushSocket::new();
     next.connect(&address).await.unwrap();
@@ -220,7 +222,11 @@ async fn a_lone_frame_over_the_message_limit_is_refused_before_it_is_read_and_it
     journal
         .until("the next peer's message", |s| s.iter().any(|s| s.id == 1))
         .await;
-    assert_eq!(monitor.refused(), 0, "libzmq refused it before the service saw it");
+    assert_eq!(
+        monitor.refused(),
+        0,
+        "libzmq refused it before the service saw it"
+    );
     assert!(journal.seen.iter().all(|s| s.id == 1));
     running.shutdown().await.unwrap();
 }
