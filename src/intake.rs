@@ -89,7 +89,7 @@ impl Intake {
                 release,
             )),
             Err(refusal) => {
-                self.monitor.count_refusal(&refusal);
+                self.monitor.count_refusal(&self.subscription, &refusal);
                 let bytes: usize = frames.iter().map(Bytes::len).sum();
                 tracing::warn!(
                     subscription = %self.subscription,

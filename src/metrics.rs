@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use prometheus::{
     Registry,
     core::{Collector, Desc},
-    proto::{Counter, LabelPair, Metric, MetricFamily, MetricType},
+    proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType},
 };
 
 use crate::monitor::ZmqMonitor;
@@ -38,6 +38,14 @@ const PEERS_LOST: Family = Family {
     name: "ruststream_zmq_peers_lost_total",
     help: "Connections to peers lost: the peer went away or its connection failed.",
 };
+const PEERS_CONNECTED: Family = Family {
+    name: "ruststream_zmq_peers_connected",
+    help: "Peer connections open now, across the broker's sockets: above zero once connected.",
+};
+const RECONNECTS: Family = Family {
+    name: "ruststream_zmq_reconnects_total",
+    help: "Times a dialing socket connected again after its peer went away.",
+};
 const PEERS_REFUSED: Family = Family {
     name: "ruststream_zmq_peers_refused_total",
     help: "Connections that failed their handshake: no ZMTP, or credentials refused (libzmq).",
@@ -53,15 +61,21 @@ impl ZmqMonitor {
     ///
     /// | Series | Type | Labels | Figure |
     /// |---|---|---|---|
-    /// | `ruststream_zmq_messages_refused_total` | counter | `broker`, `endpoint`, `rule` | [`refused_by`](Self::refused_by) |
+    /// | `ruststream_zmq_messages_refused_total` | counter | `broker`, `endpoint`, `subscription`, `rule` | [`refused_by`](Self::refused_by) |
     /// | `ruststream_zmq_messages_sent_total` | counter | `broker`, `endpoint` | [`sent`](Self::sent) |
     /// | `ruststream_zmq_send_failures_total` | counter | `broker`, `endpoint` | [`send_failures`](Self::send_failures) |
     /// | `ruststream_zmq_peers_lost_total` | counter | `broker`, `endpoint` | [`peers_lost`](Self::peers_lost) |
+    /// | `ruststream_zmq_peers_connected` | gauge | `broker`, `endpoint` | [`peers_connected`](Self::peers_connected) |
+    /// | `ruststream_zmq_reconnects_total` | counter | `broker`, `endpoint` | [`reconnects`](Self::reconnects) |
     /// | `ruststream_zmq_peers_refused_total` | counter | `broker`, `endpoint` | [`peers_refused`](Self::peers_refused) |
     /// | `ruststream_zmq_answers_dropped_not_reading_total` | counter | `broker`, `endpoint` | [`dropped_not_reading`](Self::dropped_not_reading) |
     ///
     /// A refusal series appears with the first message its rule refuses (`rule` is
-    /// [`Refusal::rule`](crate::wire::Refusal::rule)); their sum is [`refused`](Self::refused).
+    /// [`Refusal::rule`](crate::wire::Refusal::rule), `subscription` the one that read it, or
+    /// `(answers to requests)` for a requester's answers); their sum is
+    /// [`refused`](Self::refused). `send_failures` counts the sends that ran out their time
+    /// (no peer, a peer not reading) and those failed fast after one did;
+    /// `answers_dropped_not_reading` the answers a full requester did not get (libzmq).
     /// The figures are read when the registry is gathered. These count the sockets; the
     /// framework's `ruststream_messages_consumed_total` counts what the handlers settled.
     ///
@@ -107,11 +121,13 @@ struct MonitorCollector {
 }
 
 impl MonitorCollector {
-    const FAMILIES: [&'static Family; 6] = [
+    const FAMILIES: [&'static Family; 8] = [
         &REFUSED,
         &SENT,
         &SEND_FAILURES,
         &PEERS_LOST,
+        &PEERS_CONNECTED,
+        &RECONNECTS,
         &PEERS_REFUSED,
         &DROPPED_NOT_READING,
     ];
@@ -129,7 +145,7 @@ impl MonitorCollector {
             .iter()
             .map(|family| {
                 let variable = if family.name == REFUSED.name {
-                    vec!["rule".to_owned()]
+                    vec!["subscription".to_owned(), "rule".to_owned()]
                 } else {
                     Vec::new()
                 };
@@ -148,25 +164,43 @@ impl MonitorCollector {
         })
     }
 
-    /// One counter series: this broker's labels, then `extra`.
-    fn counter(&self, value: u64, extra: Option<(&str, &str)>) -> Metric {
+    /// One counter series: this broker's labels, then `extra`, sorted by name as the registry
+    /// writes them.
+    fn counter(&self, value: u64, extra: &[(&str, &str)]) -> Metric {
+        let mut counter = Counter::default();
+        counter.set_value(as_f64(value));
+        let mut metric = self.series(extra);
+        metric.set_counter(counter);
+        metric
+    }
+
+    /// One gauge series, with this broker's labels.
+    fn gauge(&self, value: u64) -> Metric {
+        let mut gauge = Gauge::default();
+        gauge.set_value(as_f64(value));
+        let mut metric = self.series(&[]);
+        metric.set_gauge(gauge);
+        metric
+    }
+
+    fn series(&self, extra: &[(&str, &str)]) -> Metric {
         let mut labels: Vec<LabelPair> = self
             .labels
             .iter()
             .map(|(name, value)| label(name, value))
+            .chain(extra.iter().map(|(name, value)| label(name, value)))
             .collect();
-        if let Some((name, value)) = extra {
-            labels.push(label(name, value));
-        }
-        let mut counter = Counter::default();
-        // Counts stay far below 2^53, where an `f64` holds them exactly.
-        #[allow(clippy::cast_precision_loss)]
-        counter.set_value(value as f64);
+        labels.sort_by(|a, b| a.name().cmp(b.name()));
         let mut metric = Metric::default();
         metric.set_label(labels);
-        metric.set_counter(counter);
         metric
     }
+}
+
+/// Counts stay far below 2^53, where an `f64` holds them exactly.
+#[allow(clippy::cast_precision_loss)]
+fn as_f64(value: u64) -> f64 {
+    value as f64
 }
 
 impl Collector for MonitorCollector {
@@ -177,29 +211,26 @@ impl Collector for MonitorCollector {
     fn collect(&self) -> Vec<MetricFamily> {
         let refused = self
             .monitor
-            .refusals_by_rule()
+            .refusals()
             .into_iter()
-            .map(|(rule, count)| self.counter(count, Some(("rule", rule))))
+            .map(|(subscription, rule, count)| {
+                self.counter(count, &[("subscription", &subscription), ("rule", rule)])
+            })
             .collect();
+        let m = &self.monitor;
         vec![
-            family(&REFUSED, refused),
-            family(&SENT, vec![self.counter(self.monitor.sent(), None)]),
+            family(&REFUSED, MetricType::COUNTER, refused),
+            self.counter_family(&SENT, m.sent()),
+            self.counter_family(&SEND_FAILURES, m.send_failures()),
+            self.counter_family(&PEERS_LOST, m.peers_lost()),
             family(
-                &SEND_FAILURES,
-                vec![self.counter(self.monitor.send_failures(), None)],
+                &PEERS_CONNECTED,
+                MetricType::GAUGE,
+                vec![self.gauge(m.peers_connected())],
             ),
-            family(
-                &PEERS_LOST,
-                vec![self.counter(self.monitor.peers_lost(), None)],
-            ),
-            family(
-                &PEERS_REFUSED,
-                vec![self.counter(self.monitor.peers_refused(), None)],
-            ),
-            family(
-                &DROPPED_NOT_READING,
-                vec![self.counter(self.monitor.dropped_not_reading(), None)],
-            ),
+            self.counter_family(&RECONNECTS, m.reconnects()),
+            self.counter_family(&PEERS_REFUSED, m.peers_refused()),
+            self.counter_family(&DROPPED_NOT_READING, m.dropped_not_reading()),
         ]
     }
 }
@@ -211,11 +242,17 @@ fn label(name: &str, value: &str) -> LabelPair {
     pair
 }
 
-fn family(family: &Family, metrics: Vec<Metric>) -> MetricFamily {
+impl MonitorCollector {
+    fn counter_family(&self, of: &Family, value: u64) -> MetricFamily {
+        family(of, MetricType::COUNTER, vec![self.counter(value, &[])])
+    }
+}
+
+fn family(family: &Family, kind: MetricType, metrics: Vec<Metric>) -> MetricFamily {
     let mut out = MetricFamily::default();
     out.set_name(family.name.to_owned());
     out.set_help(family.help.to_owned());
-    out.set_field_type(MetricType::COUNTER);
+    out.set_field_type(kind);
     out.set_metric(metrics);
     out
 }

@@ -44,7 +44,10 @@ struct Figures {
     peers_lost: AtomicU64,
     peers_refused: AtomicU64,
     dropped_not_reading: AtomicU64,
-    by_rule: Mutex<BTreeMap<&'static str, u64>>,
+    peers_connected: AtomicU64,
+    reconnects: AtomicU64,
+    /// Refusals by the subscription (or requester) that read them, and the rule.
+    by_rule: Mutex<BTreeMap<(String, &'static str), u64>>,
 }
 
 impl ZmqMonitor {
@@ -82,16 +85,48 @@ impl ZmqMonitor {
         self.inner.refused.load(Ordering::Relaxed)
     }
 
-    /// How many were refused under one rule ([`Refusal::rule`], such as `"max-header-lines"`).
+    /// How many were refused under one rule ([`Refusal::rule`], such as `"max-header-lines"`),
+    /// whichever subscription read them.
     #[must_use]
     pub fn refused_by(&self, rule: &str) -> u64 {
         self.inner
             .by_rule
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(rule)
-            .copied()
-            .unwrap_or(0)
+            .iter()
+            .filter(|((_, refused_by), _)| *refused_by == rule)
+            .map(|(_, count)| count)
+            .sum()
+    }
+
+    /// How many peer connections the broker's sockets have open now, all together: a gauge
+    /// for readiness (a dialing service is connected once it is above zero).
+    #[must_use]
+    pub fn peers_connected(&self) -> u64 {
+        self.inner.peers_connected.load(Ordering::Relaxed)
+    }
+
+    /// How many times a dialing socket connected again after its peer went away.
+    #[must_use]
+    pub fn reconnects(&self) -> u64 {
+        self.inner.reconnects.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_peer_connected(&self) {
+        self.inner.peers_connected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_peer_disconnected(&self) {
+        let _ =
+            self.inner
+                .peers_connected
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
+                    Some(open.saturating_sub(1))
+                });
+    }
+
+    pub(crate) fn count_reconnect(&self) {
+        self.inner.reconnects.fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many messages this broker's publishers handed to a socket (retry copies included).
@@ -148,15 +183,15 @@ impl ZmqMonitor {
             .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Every rule that refused a message so far, with its count, in the rules' order by name.
+    /// Every subscription and rule that refused a message so far, with its count.
     #[cfg(feature = "metrics")]
-    pub(crate) fn refusals_by_rule(&self) -> Vec<(&'static str, u64)> {
+    pub(crate) fn refusals(&self) -> Vec<(String, &'static str, u64)> {
         self.inner
             .by_rule
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(rule, count)| (*rule, *count))
+            .map(|((subscription, rule), count)| (subscription.clone(), *rule, *count))
             .collect()
     }
 
@@ -180,14 +215,16 @@ impl ZmqMonitor {
             .unwrap_or_else(PoisonError::into_inner) = address;
     }
 
-    pub(crate) fn count_refusal(&self, refusal: &Refusal) {
+    /// Counts a refusal by the subscription that read it (for a requester's answers, the
+    /// requester's own label).
+    pub(crate) fn count_refusal(&self, subscription: &str, refusal: &Refusal) {
         self.inner.refused.fetch_add(1, Ordering::Relaxed);
         *self
             .inner
             .by_rule
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .entry(refusal.rule())
+            .entry((subscription.to_owned(), refusal.rule()))
             .or_default() += 1;
     }
 }

@@ -167,6 +167,9 @@ impl RequestChannel {
 }
 
 /// Hands each answer to the request waiting for its `correlation-id`.
+/// What a refused answer is counted under, where a subscription's refusals carry its name.
+const ANSWERS_LABEL: &str = "(answers to requests)";
+
 async fn match_answers(
     mut answers: mpsc::Receiver<Received>,
     pending: Pending,
@@ -181,7 +184,7 @@ async fn match_answers(
         let answer = match wire::decode(&frames, &limits, None) {
             Ok(answer) => ZmqMessage::new(answer, Arc::clone(&from), None, release),
             Err(refusal) => {
-                monitor.count_refusal(&refusal);
+                monitor.count_refusal(ANSWERS_LABEL, &refusal);
                 tracing::warn!(%endpoint, rule = refusal.rule(), "refused an answer from a responder: {refusal}");
                 continue;
             }

@@ -141,6 +141,8 @@ enum Event {
     Closed,
     /// A connection failed its handshake (a protocol error, or refused credentials).
     Refused,
+    /// A listener closed: its address is free again.
+    ListenerClosed,
     /// The socket is gone: the monitor says nothing more.
     Stopped,
     Other,
@@ -165,6 +167,7 @@ impl Event {
                 Self::Refused
             }
             c if c == E::MONITOR_STOPPED.to_raw() => Self::Stopped,
+            c if c == E::CLOSED.to_raw() => Self::ListenerClosed,
             _ => Self::Other,
         }
     }
@@ -177,6 +180,10 @@ struct Peers {
     open: usize,
     /// Whether a connection finished its handshake since the last time none was open.
     ready: bool,
+    /// Whether a connection was ever lost: on a dialing socket, the next one is a reconnect.
+    ever_lost: bool,
+    /// Whether the socket's listener closed.
+    unbound: bool,
 }
 
 impl Peers {
@@ -188,8 +195,10 @@ impl Peers {
             Event::Closed => {
                 self.open = self.open.saturating_sub(1);
                 self.ready &= self.open > 0;
+                self.ever_lost = true;
                 return true;
             }
+            Event::ListenerClosed => self.unbound = true,
             Event::Refused | Event::Stopped | Event::Other => {}
         }
         false
@@ -232,6 +241,7 @@ impl Watched {
             E::HANDSHAKE_FAILED_AUTH,
             E::HANDSHAKE_FAILED_PROTOCOL,
             E::HANDSHAKE_FAILED_NO_DETAIL,
+            E::CLOSED,
             E::MONITOR_STOPPED,
         ]
         .iter()
@@ -281,13 +291,20 @@ impl Watched {
             monitor.count_peer_refused();
             tracing::debug!(endpoint = %address, socket = role.name(), "a peer failed its handshake");
         }
-        let lost = self
-            .peers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .note(event);
+        let (lost, reconnected) = {
+            let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            let reconnected = event == Event::Opened && !binds && peers.ever_lost;
+            (peers.note(event), reconnected)
+        };
+        if event == Event::Opened {
+            monitor.count_peer_connected();
+        }
+        if reconnected {
+            monitor.count_reconnect();
+        }
         if lost {
             monitor.count_peer_lost();
+            monitor.count_peer_disconnected();
             if binds {
                 tracing::debug!(endpoint = %address, socket = role.name(), "a peer left");
             } else {
@@ -533,6 +550,34 @@ impl Socket {
         self.peers.now().reached(self.binds)
     }
 
+    /// Closes the socket. libzmq closes it in the background: a bound one is waited for until
+    /// its listener closed (at most the close wait), so that its address is free again when
+    /// this returns, as the broker's `shutdown` promises.
+    async fn close(self) {
+        let Self {
+            driven,
+            peers,
+            binds,
+            ..
+        } = self;
+        drop(driven);
+        if !binds {
+            return;
+        }
+        let _ = tokio::time::timeout(LINGER, async {
+            loop {
+                let changed = peers.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if peers.now().unbound {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await;
+    }
+
     /// Why a send did not leave by its deadline.
     fn not_taken(&self) -> ZmqError {
         let why = if self.reached() {
@@ -638,7 +683,7 @@ impl Reader {
 
     /// Closes the socket and all its connections.
     pub(crate) async fn close(self) {
-        drop(self);
+        self.0.close().await;
     }
 }
 
@@ -689,7 +734,7 @@ impl Writer {
 
     /// Closes the socket; libzmq keeps delivering what it took for a short while.
     pub(crate) async fn close(self) {
-        drop(self);
+        self.0.close().await;
     }
 }
 
@@ -782,6 +827,7 @@ impl Duplex {
             if let Some((_, _, done)) = waiting {
                 let _ = done.send(Err(ZmqError::ShutDown { what: "a socket" }));
             }
+            this.close().await;
         };
         (sender, task)
     }
@@ -904,6 +950,7 @@ mod tests {
             Event::Refused
         );
         assert_eq!(Event::parse(&event(E::MONITOR_STOPPED)), Event::Stopped);
+        assert_eq!(Event::parse(&event(E::CLOSED)), Event::ListenerClosed);
         assert_eq!(Event::parse(&event(E::LISTENING)), Event::Other);
         assert_eq!(Event::parse(&[]), Event::Other);
         assert_eq!(Event::parse(b"x"), Event::Other);

@@ -234,6 +234,9 @@ struct Supervised<S: ClientSocket> {
     connected: bool,
     /// On a bound socket: the peers connected, as far as the monitor has told.
     peers: usize,
+    /// On a dialing socket: whether it was ever connected, so that the next connection is a
+    /// reconnect.
+    was_connected: bool,
 }
 
 impl<S: ClientSocket> Supervised<S> {
@@ -263,6 +266,7 @@ impl<S: ClientSocket> Supervised<S> {
             binds: true,
             connected: true,
             peers: 0,
+            was_connected: false,
         };
         Ok((supervised, resolved))
     }
@@ -280,6 +284,7 @@ impl<S: ClientSocket> Supervised<S> {
             binds: false,
             connected: false,
             peers: 0,
+            was_connected: false,
         }
     }
 
@@ -290,7 +295,9 @@ impl<S: ClientSocket> Supervised<S> {
         let old = std::mem::replace(&mut self.socket, fresh);
         old.close(std::mem::replace(&mut self.events, fresh_events))
             .await;
-        self.connected = false;
+        if std::mem::take(&mut self.connected) && !self.binds {
+            self.monitor.count_peer_disconnected();
+        }
     }
 
     /// Takes in one event of the monitor: a bound socket counts its peers and the ones that
@@ -299,11 +306,13 @@ impl<S: ClientSocket> Supervised<S> {
         match event {
             SocketEvent::Accepted(..) => {
                 self.peers += 1;
+                self.monitor.count_peer_connected();
                 false
             }
             SocketEvent::Disconnected(_) if self.binds => {
                 self.peers = self.peers.saturating_sub(1);
                 self.monitor.count_peer_lost();
+                self.monitor.count_peer_disconnected();
                 tracing::debug!(endpoint = %self.address, socket = self.role.name(), "a peer left");
                 false
             }
@@ -376,6 +385,10 @@ impl<S: ClientSocket> Supervised<S> {
             let failure = match timeout(attempt, self.socket.connect(&self.address)).await {
                 Ok(Ok(())) => {
                     self.connected = true;
+                    self.monitor.count_peer_connected();
+                    if std::mem::replace(&mut self.was_connected, true) {
+                        self.monitor.count_reconnect();
+                    }
                     return Ok(());
                 }
                 Ok(Err(err)) => fault(err),

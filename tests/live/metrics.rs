@@ -110,10 +110,14 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
     let expected: Vec<(&str, String, f64)> = vec![
         (
             refused,
-            format!(r#"{payments},rule="max-header-lines""#),
+            format!(r#"{payments},rule="max-header-lines",subscription="metered""#),
             2.0,
         ),
-        (refused, format!(r#"{payments},rule="header-colon""#), 1.0),
+        (
+            refused,
+            format!(r#"{payments},rule="header-colon",subscription="metered""#),
+            1.0,
+        ),
         // The two copies of payment 2, back to the service's own listener.
         (sent, payments.to_owned(), 2.0),
         (failed, payments.to_owned(), 0.0),
@@ -122,6 +126,10 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
         (sent, outbox_labels.clone(), 0.0),
         (failed, outbox_labels.clone(), 1.0),
         (lost, outbox_labels.clone(), 0.0),
+        // The own copy socket and the listener's end of it; the raw peer left.
+        ("ruststream_zmq_peers_connected", payments.to_owned(), 2.0),
+        ("ruststream_zmq_peers_connected", outbox_labels.clone(), 0.0),
+        ("ruststream_zmq_reconnects_total", payments.to_owned(), 0.0),
         // Every peer spoke ZMTP, and no requester is involved.
         (
             "ruststream_zmq_peers_refused_total",

@@ -169,10 +169,15 @@ async fn a_dialing_pull_subscription_comes_back_after_its_peer_restarts() {
                 s.iter().any(|s| s.id == id)
             })
             .await;
+        assert!(
+            monitor.peers_connected() >= 1,
+            "round {id}: not counted as connected"
+        );
         upstream.close().await;
     }
     // The first peer's going away was noticed, counted, and the subscription reconnected.
     assert!(monitor.peers_lost() >= 1, "no lost peer was counted");
+    assert!(monitor.reconnects() >= 1, "no reconnect was counted");
     running.shutdown().await.unwrap();
 }
 
