@@ -64,7 +64,7 @@ fn domains() -> std::sync::MutexGuard<'static, HashMap<String, Domain>> {
 /// Registers the allow-list of the server socket on `endpoint`, starting the handler on first
 /// use; the socket carries the domain answered.
 pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered, zmq::Error> {
-    HANDLER_STARTED.get_or_init(start).clone()?;
+    (*HANDLER_STARTED.get_or_init(start))?;
     let domain = format!("ruststream-zmq-{}", NEXT.fetch_add(1, Ordering::Relaxed));
     domains().insert(
         domain.clone(),
