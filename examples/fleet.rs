@@ -209,9 +209,14 @@ async fn vent(args: &Args) -> Result<(), Failure> {
     let count = args.number("jobs", 100)?;
     let first = args.number("first-id", 1)?;
     let rate = args.number("rate", 0)?;
-    let run = args.text_or("run", "run");
+    // One run after the other, each of `count` jobs, on the same sockets.
+    let runs: Vec<String> = args
+        .text_or("run", "run")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     let failures = args.text_or("failures", "no") == "yes";
-    let go = args.0.get("go").map(PathBuf::from);
+    let go = args.text_or("go", "");
 
     let jobs = ZmqQueue::new(ZmqEndpoint::bind(jobs_at)).connect().await?;
     let bound = jobs.bind_publisher().await?;
@@ -221,71 +226,75 @@ async fn vent(args: &Args) -> Result<(), Failure> {
     let progress_bound = progress.bind_publisher().await?;
     record(Line {
         detail: Some(format!("{bound} {progress_bound}")),
-        run: Some(run.clone()),
         ..ev("vent_bound")
     });
     let mut terminate = signal(SignalKind::terminate())?;
-    // The script says when the workers of this run are connected.
-    if let Some(go) = go {
-        while !go.exists() {
-            tokio::select! {
-                _ = terminate.recv() => return Ok(()),
-                () = tokio::time::sleep(Duration::from_millis(10)) => {}
-            }
-        }
-    }
     let publisher = jobs.publisher();
     let announcer = progress.publisher();
-    let start = tokio::time::Instant::now();
     let mut seq = 0;
-    let mut announced = start;
-    let announce = async |seq: u64, sent: u64, done: bool| {
-        let note = Progress {
-            seq,
-            run: run.clone(),
-            sent,
-            done,
-        };
-        // A PUB drops what nobody subscribed to: an announcement is worth what it carries.
-        let delivered = announcer
-            .message(&note)
-            .to(format!("progress.{run}"))
-            .publish()
-            .await;
-        record(Line {
-            seq: Some(seq),
-            run: Some(run.clone()),
-            detail: delivered.err().map(|e| e.to_string()),
-            ..ev("announced")
-        });
-    };
-    for n in 0..count {
-        if rate > 0 {
-            tokio::time::sleep_until(start + Duration::from_micros(n * 1_000_000 / rate)).await;
+    let mut next = first;
+    for run in &runs {
+        // The script says when the workers of this run are connected: `<go><run>` exists.
+        if !go.is_empty() {
+            let file = PathBuf::from(format!("{go}{run}"));
+            while !file.exists() {
+                tokio::select! {
+                    _ = terminate.recv() => return Ok(()),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
         }
-        let job = Job {
-            id: first + n,
-            run: run.clone(),
-            probe: false,
-            failures,
+        let announce = async |seq: u64, sent: u64, done: bool| {
+            let note = Progress {
+                seq,
+                run: run.clone(),
+                sent,
+                done,
+            };
+            // A PUB drops what nobody subscribed to: an announcement is worth what it carries.
+            let delivered = announcer
+                .message(&note)
+                .to(format!("progress.{run}"))
+                .publish()
+                .await;
+            record(Line {
+                seq: Some(seq),
+                run: Some(run.clone()),
+                detail: delivered.err().map(|e| e.to_string()),
+                ..ev("announced")
+            });
         };
-        send_job(&publisher, &job).await;
-        if announced.elapsed() >= Duration::from_millis(500) {
-            seq += 1;
-            announced = tokio::time::Instant::now();
-            announce(seq, n + 1, false).await;
+        let start = tokio::time::Instant::now();
+        let mut announced = start;
+        for n in 0..count {
+            if rate > 0 {
+                tokio::time::sleep_until(start + Duration::from_micros(n * 1_000_000 / rate)).await;
+            }
+            let job = Job {
+                id: next,
+                run: run.clone(),
+                probe: false,
+                failures,
+            };
+            next += 1;
+            send_job(&publisher, &job).await;
+            if announced.elapsed() >= Duration::from_millis(500) {
+                seq += 1;
+                announced = tokio::time::Instant::now();
+                announce(seq, n + 1, false).await;
+            }
         }
+        seq += 1;
+        announce(seq, count, true).await;
     }
-    seq += 1;
-    announce(seq, count, true).await;
     // Probes until told to stop: a probe collected from a worker says everything sent to it
     // before has been handled (each connection is in order, each worker handles one at a time).
-    let mut next = first + count;
+    let last = runs.last().cloned().unwrap_or_default();
     loop {
         tokio::select! {
             _ = terminate.recv() => break,
             () = tokio::time::sleep(Duration::from_millis(20)) => {
-                let job = Job { id: next, run: run.clone(), probe: true, failures: false };
+                let job = Job { id: next, run: last.clone(), probe: true, failures: false };
                 send_job(&publisher, &job).await;
                 next += 1;
             }
@@ -667,6 +676,8 @@ struct FaultRun {
     retry_copies_died_with_the_killed_worker: usize,
     progress_heard: BTreeMap<String, usize>,
     progress_announced: usize,
+    /// Publishes of a job that failed at the ventilator (it tries each again).
+    send_failures: usize,
     /// Milliseconds from the link's restore to the first result of that worker at the sink.
     reconnect_after_cut_ms: Option<u64>,
     /// Milliseconds from the sink's restart to the first result of each live worker there.
@@ -787,7 +798,7 @@ fn cause(lines: &[&Line], id: u64, sent_at: u64, w: &Windows) -> &'static str {
         return "unexplained: a retry copy never came back";
     }
     if w.near_kill(sent_at) {
-        return "killed worker: sent to it, never handled";
+        return "killed worker: sent around its death, never handled";
     }
     if w.in_cut(sent_at) {
         return "cut link: in flight on it, never handled";
@@ -872,6 +883,7 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
             .or_default() += 1;
     }
     f.progress_announced = of_run.iter().filter(|l| l.ev == "announced").count();
+    f.send_failures = of_run.iter().filter(|l| l.ev == "send_failed").count();
     if let Some((worker, _, up)) = &windows.cut {
         f.reconnect_after_cut_ms = results
             .iter()
@@ -908,7 +920,7 @@ fn report(args: &Args) -> Result<(), Failure> {
         let (run, workers) = spec.split_once(':').ok_or("--scale run:workers,...")?;
         scale.push(scale_run(&lines, run, workers.parse()?));
     }
-    println!("scale-out (each run on a fresh ventilator, the workers dial it):");
+    println!("scale-out (one ventilator; every worker of a run dialed it before the run began):");
     for s in &scale {
         println!(
             "  {} worker(s): {} jobs sent, {} collected, {} lost, {} duplicated, {:.2} s, {:.0} jobs/s; handled {}",
@@ -964,6 +976,10 @@ fn report(args: &Args) -> Result<(), Failure> {
         println!(
             "  jobs sent {}, results collected {}, lost {}, duplicated {}",
             f.sent, f.collected, f.lost, f.duplicated
+        );
+        println!(
+            "  sends the ventilator saw fail (each tried again): {}",
+            f.send_failures
         );
         println!("  handled per worker: {}", per_worker(&f.handled));
         for (cause, n) in &f.lost_by_cause {

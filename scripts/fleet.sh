@@ -72,7 +72,7 @@ cleanup() {
         kill -KILL "${pid[$name]}" 2>/dev/null || true
     done
     for name in "${!pid[@]}"; do
-        wait "${pid[$name]}" 2>/dev/null || true
+        { wait "${pid[$name]}"; } 2>/dev/null || true
     done
     for ns in "${made[@]}"; do
         ip netns del "$ns" 2>/dev/null || true
@@ -90,6 +90,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 now() { date +%s%3N; }
+# Sleeps and runs a command in the background and waits for them, so that a signal to this
+# script is acted on at once (bash holds a trap until a foreground command ends).
+pause() { sleep "$1" & wait $!; }
+in_bg() { "$@" & pid[in_bg]=$!; wait "${pid[in_bg]}"; unset "pid[in_bg]"; }
 note() { echo "{\"ev\":\"$1\",\"t\":$(now)${2:+,$2}}" >> "$dir/timeline.jsonl"; }
 say() { echo "fleet.sh: $*" >&2; }
 
@@ -126,7 +130,7 @@ stop() {
     kill -TERM "${pid[$name]}"
     local waited=0
     while kill -0 "${pid[$name]}" 2>/dev/null; do
-        sleep 0.05
+        pause 0.05
         waited=$((waited + 1))
         [ "$waited" -lt 400 ] || { say "$name did not stop on SIGTERM"; return 1; }
     done
@@ -140,7 +144,7 @@ until_true() {
     local deadline=$(( $(now) + limit * 1000 ))
     until "$@"; do
         [ "$(now)" -lt "$deadline" ] || { say "not within ${limit} s: $what"; return 1; }
-        sleep 0.05
+        pause 0.05
     done
 }
 
@@ -157,13 +161,18 @@ start_worker() {
     until_true 20 "$w started" logged "$w" worker_started
 }
 
-# run NAME WORKERS JOBS FIRST RATE [vent options]: a ventilator for one run, started once
-# WORKERS workers are connected to both of its sockets.
-start_run() {
-    local run=$1 workers=$2 jobs=$3 first=$4 rate=$5; shift 5
-    start "vent-$run" vent vent --jobs-bind "$jobs_at" --progress-bind "$progress_at" \
-        --run "$run" --jobs "$jobs" --first-id "$first" --rate "$rate" --go "$dir/go.$run" "$@"
-    until_true 20 "the ventilator of $run bound" logged "vent-$run" vent_bound
+# start_vent NAME RUNS JOBS FIRST RATE [options]: a ventilator for one or more runs (RUNS, comma
+# separated, each of JOBS jobs); it begins a run once told to (go RUN WORKERS).
+start_vent() {
+    local name=$1 runs=$2 jobs=$3 first=$4 rate=$5; shift 5
+    start "$name" vent vent --jobs-bind "$jobs_at" --progress-bind "$progress_at" \
+        --run "$runs" --jobs "$jobs" --first-id "$first" --rate "$rate" --go "$dir/go." "$@"
+    until_true 20 "$name bound" logged "$name" vent_bound
+}
+
+# go RUN WORKERS: once WORKERS workers are connected to both ventilator sockets, RUN begins.
+go() {
+    local run=$1 workers=$2
     until_true 30 "$workers worker(s) dialed the jobs queue" peers_at 5550 "$workers"
     until_true 30 "$workers worker(s) dialed the progress fan-out" peers_at 5551 "$workers"
     note go "\"run\":\"$run\""
@@ -173,31 +182,34 @@ start_run() {
 start sink1 sink sink --bind "$results_at" --name s1
 until_true 20 "the sink started" logged sink1 sink_started
 
-# Scale-out: the same number of jobs, sent as fast as the ventilator can, to 1, 2, 4 workers.
-id=1
+# Scale-out: the same number of jobs, sent as fast as the ventilator can, to 1, 2, 4 workers,
+# on one ventilator (the workers of a run have all dialed it before the run begins).
+start_vent vent-scale scale1,scale2,scale4 "$scale_jobs" 1 0
+workers=0
 for n in 1 2 4; do
-    while [ "${#pid[@]}" -le "$n" ]; do   # the sink and n workers
-        w="w$(( ${#pid[@]} ))"
+    while [ "$workers" -lt "$n" ]; do
+        workers=$((workers + 1))
+        w="w$workers"
         if [ "$w" = w4 ]; then start_worker "$w" --fail-every 3; else start_worker "$w"; fi
     done
     say "scale-out: $scale_jobs jobs to $n worker(s)"
-    start_run "scale$n" "$n" "$scale_jobs" "$id" 0
-    "$bin" await --dir "$dir" --run "scale$n" --collected "$scale_jobs" --timeout 120
-    stop "vent-scale$n"
-    id=$((id + scale_jobs))
+    go "scale$n" "$n"
+    in_bg "$bin" await --dir "$dir" --run "scale$n" --collected "$scale_jobs" --timeout 120
 done
+stop vent-scale
 
 # One stream of jobs through the faults. w4 fails every third job of it on the first attempt.
 jobs=$((rate * run_s))
 say "faults: $jobs jobs at $rate/s over $run_s s"
-start_run faults 4 "$jobs" 100001 "$rate" --failures yes
+start_vent vent-faults faults "$jobs" 100001 "$rate" --failures yes
+go faults 4
 t0=$(now)
-at() { local wait_ms=$(( t0 + $1 * 1000 - $(now) )); [ "$wait_ms" -le 0 ] || sleep "$(echo "$wait_ms" | awk '{printf "%.3f", $1/1000}')"; }
+at() { local wait_ms=$(( t0 + $1 * 1000 - $(now) )); [ "$wait_ms" -le 0 ] || pause "$(echo "$wait_ms" | awk '{printf "%.3f", $1/1000}')"; }
 
 at "$kill_at"
 kill -KILL "${pid[w1]}"
 note kill '"worker":"w1"'
-wait "${pid[w1]}" 2>/dev/null || true
+{ wait "${pid[w1]}"; } 2>/dev/null || true
 unset "pid[w1]"
 say "w1 killed"
 
@@ -205,7 +217,7 @@ at "$cut_at"
 ip -n "$sw" link set p-w2 down
 note cut '"worker":"w2"'
 say "w2's link cut"
-sleep "$cut_for"
+pause "$cut_for"
 ip -n "$sw" link set p-w2 up
 note restore '"worker":"w2"'
 say "w2's link restored"
@@ -214,13 +226,13 @@ at "$sink_at"
 note sink_stop
 stop sink1
 say "sink stopped"
-sleep "$sink_down"
+pause "$sink_down"
 start sink2 sink sink --bind "$results_at" --name s2
 until_true 20 "the sink restarted" logged sink2 sink_started
 note sink_start
 say "sink restarted"
 
-"$bin" await --dir "$dir" --run faults --workers w2,w3,w4 --timeout $((run_s + 120))
+in_bg "$bin" await --dir "$dir" --run faults --workers w2,w3,w4 --timeout $((run_s + 120))
 for name in vent-faults w2 w3 w4 sink2; do stop "$name"; done
 
 echo
