@@ -678,6 +678,8 @@ struct FaultRun {
     progress_announced: usize,
     /// Publishes of a job that failed at the ventilator (it tries each again).
     send_failures: usize,
+    /// Jobs sent while the cut worker's link was down that it handled once it was back.
+    waited_out_the_cut: usize,
     /// Milliseconds from the link's restore to the first result of that worker at the sink.
     reconnect_after_cut_ms: Option<u64>,
     /// Milliseconds from the sink's restart to the first result of each live worker there.
@@ -884,7 +886,18 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
     }
     f.progress_announced = of_run.iter().filter(|l| l.ev == "announced").count();
     f.send_failures = of_run.iter().filter(|l| l.ev == "send_failed").count();
-    if let Some((worker, _, up)) = &windows.cut {
+    if let Some((worker, down, up)) = &windows.cut {
+        f.waited_out_the_cut = of_run
+            .iter()
+            .filter(|l| {
+                l.ev == "handled"
+                    && l.worker.as_ref() == Some(worker)
+                    && l.t >= *up
+                    && l.id
+                        .and_then(|id| sent.get(&id))
+                        .is_some_and(|at| at >= down && at < up)
+            })
+            .count();
         f.reconnect_after_cut_ms = results
             .iter()
             .filter(|l| l.worker.as_ref() == Some(worker) && l.t >= *up)
@@ -996,6 +1009,10 @@ fn report(args: &Args) -> Result<(), Failure> {
             "  progress: {} announcements, heard {}",
             f.progress_announced,
             per_worker(&f.progress_heard)
+        );
+        println!(
+            "  jobs sent to the cut worker while its link was down, handled after it came back: {}",
+            f.waited_out_the_cut
         );
         match f.reconnect_after_cut_ms {
             Some(ms) => {

@@ -190,7 +190,7 @@ for n in 1 2 4; do
     while [ "$workers" -lt "$n" ]; do
         workers=$((workers + 1))
         w="w$workers"
-        if [ "$w" = w4 ]; then start_worker "$w" --fail-every 3; else start_worker "$w"; fi
+        if [ "$w" = w4 ]; then start_worker "$w" --fail-every 5; else start_worker "$w"; fi
     done
     say "scale-out: $scale_jobs jobs to $n worker(s)"
     go "scale$n" "$n"
@@ -198,7 +198,7 @@ for n in 1 2 4; do
 done
 stop vent-scale
 
-# One stream of jobs through the faults. w4 fails every third job of it on the first attempt.
+# One stream of jobs through the faults. w4 fails every fifth job of it on the first attempt.
 jobs=$((rate * run_s))
 say "faults: $jobs jobs at $rate/s over $run_s s"
 start_vent vent-faults faults "$jobs" 100001 "$rate" --failures yes

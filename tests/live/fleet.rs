@@ -54,40 +54,50 @@ fn skip(reason: &str) {
     );
 }
 
-/// The example binary `cargo test --all-targets` builds next to this test's executable
-/// (`target/<profile>/examples/fleet`); built with the same cargo when missing or older than its
-/// source (`cargo test --test live` alone does not build examples).
+/// The example binary, next to this test's executable (`target/<profile>/examples/fleet`). The
+/// same cargo builds it with this test's profile and features: a no-op after `cargo test
+/// --all-targets`, which built it already; `cargo test --test live` alone does not.
 fn fleet_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test's own path");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("the test runs from target/<profile>/deps");
-    let binary = profile_dir.join("examples").join("fleet");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fleet.rs");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = match (modified(&binary), modified(&source)) {
-        (Some(built), Some(written)) => built >= written,
-        _ => false,
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(other) => other,
+        None => panic!("no profile directory above {}", exe.display()),
     };
-    if !fresh {
-        let profile = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("a profile directory");
-        let target_dir = profile_dir.parent().expect("the target directory");
-        let status = Command::new(env!("CARGO"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "--example", "fleet", "--target-dir"])
-            .arg(target_dir)
-            .args([
-                "--profile",
-                if profile == "debug" { "dev" } else { profile },
-            ])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cargo could not build the fleet example");
+    let target_dir = profile_dir.parent().expect("the target directory");
+    let mut features = Vec::new();
+    if cfg!(feature = "testing") {
+        features.push("testing");
     }
+    if cfg!(feature = "asyncapi") {
+        features.push("asyncapi");
+    }
+    let out = Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "build",
+            "--quiet",
+            "--example",
+            "fleet",
+            "--profile",
+            profile,
+        ])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .args(["--features", &features.join(",")])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo could not build the fleet example: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let binary = profile_dir.join("examples").join("fleet");
+    assert!(binary.exists(), "no {} after the build", binary.display());
     binary
 }
 
