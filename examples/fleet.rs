@@ -5,10 +5,13 @@
 //! this file is also usable by hand on real machines:
 //!
 //! ```text
-//! fleet vent   --jobs-bind tcp://0.0.0.0:5550 --progress-bind tcp://0.0.0.0:5551 --jobs 1000 --first-id 1 --rate 200
-//! fleet worker --name w1 --jobs tcp://VENT:5550 --progress tcp://VENT:5551 --results tcp://SINK:5570
-//! fleet sink   --bind tcp://0.0.0.0:5570 --name s1
-//! fleet report --dir DIR        # reads the JSON lines the others wrote, prints the report
+//! fleet sink   --bind tcp://0.0.0.0:5570 --name s1 > sink.jsonl
+//! fleet worker --name w1 --jobs tcp://VENT:5550 --progress tcp://VENT:5551 \
+//!              --results tcp://SINK:5570 > w1.jsonl
+//! fleet vent   --jobs-bind tcp://0.0.0.0:5550 --progress-bind tcp://0.0.0.0:5551 \
+//!              --run r1 --jobs 1000 --rate 200 > vent.jsonl
+//! fleet await  --dir . --run r1 --workers w1     # the run has gone through; stop them
+//! fleet report --dir . --faults r1 --live w1     # tallies the JSON lines, prints the report
 //! ```
 //!
 //! - The **ventilator** binds a queue (PUSH) and publishes numbered jobs to it, and binds a
@@ -267,8 +270,9 @@ async fn vent(args: &Args) -> Result<(), Failure> {
         let start = tokio::time::Instant::now();
         let mut announced = start;
         for n in 0..count {
-            if rate > 0 {
-                tokio::time::sleep_until(start + Duration::from_micros(n * 1_000_000 / rate)).await;
+            // Paced at `rate` jobs a second; as fast as it goes with none.
+            if let Some(at) = (n * 1_000_000).checked_div(rate) {
+                tokio::time::sleep_until(start + Duration::from_micros(at)).await;
             }
             let job = Job {
                 id: next,
@@ -358,7 +362,11 @@ impl Worker {
             outcome: Some(outcome.to_owned()),
             ..ev("handled")
         };
-        if job.failures && self.fail_every > 0 && job.id % self.fail_every == 0 && attempt == 1 {
+        if job.failures
+            && self.fail_every > 0
+            && job.id.is_multiple_of(self.fail_every)
+            && attempt == 1
+        {
             // The slow service said no: the job comes back through this worker's retry queue.
             record(line("failed"));
             return HandlerOutcome::retry_after(self.retry_delay);
