@@ -54,9 +54,10 @@ fn skip(reason: &str) {
     );
 }
 
-/// The example binary, next to this test's executable (`target/<profile>/examples/fleet`). The
-/// same cargo builds it with this test's profile and features: a no-op after `cargo test
-/// --all-targets`, which built it already; `cargo test --test live` alone does not.
+/// The example binary, next to this test's executable (`target/<profile>/examples/fleet`), built
+/// by the same cargo with this test's profile and features: `cargo test --all-targets` builds
+/// the examples only as test harnesses (`examples/fleet-<hash>`), and `cargo test --test live`
+/// not at all. The library is built already, so this compiles the example alone, once.
 fn fleet_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test's own path");
     let profile_dir = exe
