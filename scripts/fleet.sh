@@ -7,7 +7,7 @@
 #
 #   scripts/fleet.sh [--short] [--bin PATH] [--dir DIR] [--summary FILE]
 #
-# --short   about a minute in all (the test suite runs this); without it, a few minutes
+# --short   about 30 s in all (the test suite runs this); without it, about 100 s
 # --bin     the fleet binary (default: built with `cargo build --example fleet`)
 # --dir     where each process's record (JSON lines) and log go (default: a fresh temp dir)
 # --summary where the report's figures go, as JSON
