@@ -6,6 +6,7 @@ mod batches;
 mod context;
 mod dropped_broker;
 mod fanout;
+mod fleet;
 mod loop_back;
 #[cfg(feature = "metrics")]
 mod metrics;

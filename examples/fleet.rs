@@ -1,0 +1,1147 @@
+//! A pipeline spread over hosts: a ventilator, workers, a sink, and the tally of what happened.
+//!
+//! One binary, one role per process, chosen by the first argument. `scripts/fleet.sh` runs each
+//! role on its own host (a Linux network namespace) and kills, cuts and restarts some of them;
+//! this file is also usable by hand on real machines:
+//!
+//! ```text
+//! fleet sink   --bind tcp://0.0.0.0:5570 --name s1 > sink.jsonl
+//! fleet worker --name w1 --jobs tcp://VENT:5550 --progress tcp://VENT:5551 \
+//!              --results tcp://SINK:5570 > w1.jsonl
+//! fleet vent   --jobs-bind tcp://0.0.0.0:5550 --progress-bind tcp://0.0.0.0:5551 \
+//!              --run r1 --jobs 1000 --rate 200 > vent.jsonl
+//! fleet await  --dir . --run r1 --workers w1     # the run has gone through; stop them
+//! fleet report --dir . --faults r1 --live w1     # tallies the JSON lines, prints the report
+//! ```
+//!
+//! - The **ventilator** binds a queue (PUSH) and publishes numbered jobs to it, and binds a
+//!   fan-out (PUB) on which it announces its progress.
+//! - A **worker** has a dialing queue subscription on the jobs, and does work that takes a few
+//!   milliseconds per job (a call to a slow service, say). It publishes each result to the sink
+//!   through a queue it dials. A worker started with `--fail-every N` fails every N-th job of a
+//!   marked run on its first attempt: the copy comes back through its own retry queue, a queue
+//!   it binds on its loopback. A result the sink could not take is retried the same way. A
+//!   dialing fan-out subscription hears the ventilator's progress.
+//! - The **sink** binds a queue and collects the results.
+//!
+//! Each process writes one JSON line per thing it did to stdout (`ev`: `sent`, `handled`,
+//! `result`, `progress`, ...), stamped with the wall clock in milliseconds; the script keeps one
+//! file per process, and `report` tallies them: sent, handled per worker, collected, lost by
+//! cause, duplicated, the throughput of each scale-out phase and the reconnection times.
+//!
+//! `await` waits (with a deadline) until a run has settled: each named worker has had a probe
+//! job (one the ventilator sends after its last job) collected by the sink, so every job sent
+//! to it before has been handled or lost, and every retry copy has come back.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    convert::Infallible,
+    io::Write,
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use ruststream::{Broker, ConnectedBroker};
+use ruststream_zmq::prelude::*;
+use ruststream_zmq::{Attempt, ZmqPublisher};
+use serde::{Deserialize, Serialize};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// One job of the ventilator.
+#[derive(Debug, Clone, Serialize, Deserialize, Outgoing)]
+struct Job {
+    id: u64,
+    /// The run it belongs to (`scale1`, `faults`, ...).
+    run: String,
+    /// Sent after the run's last job, to learn that everything before it went through.
+    probe: bool,
+    /// A run whose jobs a worker started with `--fail-every` may fail on their first attempt.
+    failures: bool,
+}
+
+/// What a worker sends the sink for a job done.
+#[derive(Debug, Clone, Serialize, Deserialize, Outgoing)]
+struct JobResult {
+    id: u64,
+    run: String,
+    probe: bool,
+    worker: String,
+    attempt: u32,
+}
+
+/// The ventilator's announcement to every worker.
+#[derive(Debug, Clone, Serialize, Deserialize, Outgoing)]
+struct Progress {
+    seq: u64,
+    run: String,
+    sent: u64,
+    done: bool,
+}
+
+/// One line of a process's record. Every role writes the fields it knows; `report` reads them
+/// all back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Line {
+    ev: String,
+    /// Wall clock, milliseconds since the epoch: the hosts share one clock.
+    t: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    worker: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sink: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    attempt: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    probe: bool,
+    /// `handled`: `done` (result published), `failed` (retry copy scheduled), `unsent` (the
+    /// result could not be published: retry copy scheduled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Writes one record line to stdout at once (a process killed a moment later keeps it).
+fn record(line: Line) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(
+        &mut out,
+        &Line {
+            t: now_ms(),
+            ..line
+        },
+    );
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+fn ev(name: &str) -> Line {
+    Line {
+        ev: name.to_owned(),
+        ..Line::default()
+    }
+}
+
+/// `--name value` pairs after the role.
+struct Args(HashMap<String, String>);
+
+impl Args {
+    fn parse(args: &[String]) -> Result<Self, String> {
+        let mut map = HashMap::new();
+        let mut rest = args.iter();
+        while let Some(key) = rest.next() {
+            let name = key
+                .strip_prefix("--")
+                .ok_or_else(|| format!("expected --option, got {key}"))?;
+            let value = rest
+                .next()
+                .ok_or_else(|| format!("--{name} needs a value"))?;
+            map.insert(name.to_owned(), value.clone());
+        }
+        Ok(Self(map))
+    }
+
+    fn text(&self, name: &str) -> Result<String, String> {
+        self.0
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("--{name} is required"))
+    }
+
+    fn text_or(&self, name: &str, default: &str) -> String {
+        self.0
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| default.to_owned())
+    }
+
+    fn number(&self, name: &str, default: u64) -> Result<u64, String> {
+        self.0.get(name).map_or(Ok(default), |v| {
+            v.parse()
+                .map_err(|_| format!("--{name}: not a number: {v}"))
+        })
+    }
+}
+
+type Failure = Box<dyn std::error::Error>;
+
+#[tokio::main]
+async fn main() -> Result<(), Failure> {
+    // Logs go to stderr; stdout is the record.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,ruststream::dispatch=error".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let Some((role, rest)) = argv.split_first() else {
+        return Err("usage: fleet vent|worker|sink|await|report --option value ...".into());
+    };
+    let args = Args::parse(rest)?;
+    match role.as_str() {
+        "vent" => vent(&args).await,
+        "worker" => worker(&args).await,
+        "sink" => sink(&args).await,
+        "await" => settle(&args).await,
+        "report" => report(&args),
+        other => Err(format!("no role {other}: vent, worker, sink, await or report").into()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ventilator
+
+async fn vent(args: &Args) -> Result<(), Failure> {
+    let jobs_at = args.text("jobs-bind")?;
+    let progress_at = args.text("progress-bind")?;
+    let count = args.number("jobs", 100)?;
+    let first = args.number("first-id", 1)?;
+    let rate = args.number("rate", 0)?;
+    // One run after the other, each of `count` jobs, on the same sockets.
+    let runs: Vec<String> = args
+        .text_or("run", "run")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let failures = args.text_or("failures", "no") == "yes";
+    let go = args.text_or("go", "");
+
+    let jobs = ZmqQueue::new(ZmqEndpoint::bind(jobs_at)).connect().await?;
+    let bound = jobs.bind_publisher().await?;
+    let progress = ZmqFanout::new(ZmqEndpoint::bind(progress_at))
+        .connect()
+        .await?;
+    let progress_bound = progress.bind_publisher().await?;
+    record(Line {
+        detail: Some(format!("{bound} {progress_bound}")),
+        ..ev("vent_bound")
+    });
+    let mut terminate = signal(SignalKind::terminate())?;
+    let publisher = jobs.publisher();
+    let announcer = progress.publisher();
+    let mut seq = 0;
+    let mut next = first;
+    for run in &runs {
+        // The script says when the workers of this run are connected: `<go><run>` exists.
+        if !go.is_empty() {
+            let file = PathBuf::from(format!("{go}{run}"));
+            while !file.exists() {
+                tokio::select! {
+                    _ = terminate.recv() => return Ok(()),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        }
+        let announce = async |seq: u64, sent: u64, done: bool| {
+            let note = Progress {
+                seq,
+                run: run.clone(),
+                sent,
+                done,
+            };
+            // A PUB drops what nobody subscribed to: an announcement is worth what it carries.
+            let delivered = announcer
+                .message(&note)
+                .to(format!("progress.{run}"))
+                .publish()
+                .await;
+            record(Line {
+                seq: Some(seq),
+                run: Some(run.clone()),
+                detail: delivered.err().map(|e| e.to_string()),
+                ..ev("announced")
+            });
+        };
+        let start = tokio::time::Instant::now();
+        let mut announced = start;
+        for n in 0..count {
+            // Paced at `rate` jobs a second; as fast as it goes with none.
+            if let Some(at) = (n * 1_000_000).checked_div(rate) {
+                tokio::time::sleep_until(start + Duration::from_micros(at)).await;
+            }
+            let job = Job {
+                id: next,
+                run: run.clone(),
+                probe: false,
+                failures,
+            };
+            next += 1;
+            send_job(&publisher, &job).await;
+            if announced.elapsed() >= Duration::from_millis(500) {
+                seq += 1;
+                announced = tokio::time::Instant::now();
+                announce(seq, n + 1, false).await;
+            }
+        }
+        seq += 1;
+        announce(seq, count, true).await;
+    }
+    // Probes until told to stop: a probe collected from a worker says everything sent to it
+    // before has been handled (each connection is in order, each worker handles one at a time).
+    let last = runs.last().cloned().unwrap_or_default();
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => break,
+            () = tokio::time::sleep(Duration::from_millis(20)) => {
+                let job = Job { id: next, run: last.clone(), probe: true, failures: false };
+                send_job(&publisher, &job).await;
+                next += 1;
+            }
+        }
+    }
+    jobs.shutdown().await?;
+    progress.shutdown().await?;
+    record(ev("vent_stopped"));
+    Ok(())
+}
+
+/// Publishes a job; a failed send is recorded and tried again (it was not handed over).
+async fn send_job(publisher: &ZmqPublisher, job: &Job) {
+    for _ in 0..3 {
+        match publisher.message(job).to("jobs").publish().await {
+            Ok(_) => {
+                record(Line {
+                    id: Some(job.id),
+                    run: Some(job.run.clone()),
+                    probe: job.probe,
+                    ..ev("sent")
+                });
+                return;
+            }
+            Err(err) => record(Line {
+                id: Some(job.id),
+                run: Some(job.run.clone()),
+                detail: Some(err.to_string()),
+                ..ev("send_failed")
+            }),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A worker
+
+#[derive(Clone)]
+struct Worker {
+    name: String,
+    results: ZmqPublisher,
+    work: Duration,
+    /// Every n-th job of a run marked `failures` fails on its first attempt (0: none).
+    fail_every: u64,
+    retry_delay: Duration,
+}
+
+#[derive(FromRef)]
+struct WorkerState {
+    worker: Worker,
+}
+
+impl Worker {
+    async fn handle(&self, job: &Job, attempt: u32) -> HandlerOutcome {
+        let line = |outcome: &str| Line {
+            id: Some(job.id),
+            run: Some(job.run.clone()),
+            worker: Some(self.name.clone()),
+            attempt: Some(attempt),
+            probe: job.probe,
+            outcome: Some(outcome.to_owned()),
+            ..ev("handled")
+        };
+        if job.failures
+            && self.fail_every > 0
+            && job.id.is_multiple_of(self.fail_every)
+            && attempt == 1
+        {
+            // The slow service said no: the job comes back through this worker's retry queue.
+            record(line("failed"));
+            return HandlerOutcome::retry_after(self.retry_delay);
+        }
+        tokio::time::sleep(self.work).await;
+        let result = JobResult {
+            id: job.id,
+            run: job.run.clone(),
+            probe: job.probe,
+            worker: self.name.clone(),
+            attempt,
+        };
+        match self.results.message(&result).to("results").publish().await {
+            Ok(_) => {
+                record(line("done"));
+                HandlerOutcome::ack()
+            }
+            Err(err) => {
+                // The sink did not take it within the send timeout: try the job again later.
+                record(Line {
+                    detail: Some(err.to_string()),
+                    ..line("unsent")
+                });
+                HandlerOutcome::retry_after(self.retry_delay)
+            }
+        }
+    }
+}
+
+#[subscriber(QueueSubscription::<Dialing>)]
+async fn work(
+    job: &Job,
+    Ctx(attempt): Ctx<Attempt>,
+    State(worker): State<Worker>,
+) -> HandlerOutcome {
+    worker.handle(job, attempt).await
+}
+
+/// The retry queue's handler: the copies this worker sent itself.
+#[subscriber(QueueSubscription::<Bound>)]
+async fn work_again(
+    job: &Job,
+    Ctx(attempt): Ctx<Attempt>,
+    State(worker): State<Worker>,
+) -> HandlerOutcome {
+    worker.handle(job, attempt).await
+}
+
+#[derive(Clone)]
+struct Listener {
+    name: String,
+}
+
+#[derive(FromRef)]
+struct ListenerState {
+    listener: Listener,
+}
+
+#[subscriber(FanoutSubscription::<Dialing>)]
+async fn hear(progress: &Progress, State(listener): State<Listener>) -> HandlerOutcome {
+    record(Line {
+        seq: Some(progress.seq),
+        run: Some(progress.run.clone()),
+        worker: Some(listener.name.clone()),
+        detail: Some(format!("sent {} done {}", progress.sent, progress.done)),
+        ..ev("progress")
+    });
+    HandlerOutcome::ack()
+}
+
+async fn worker(args: &Args) -> Result<(), Failure> {
+    let name = args.text("name")?;
+    let jobs_at = args.text("jobs")?;
+    let progress_at = args.text("progress")?;
+    let results_at = args.text("results")?;
+    let retry_port = args.number("retry-port", 5560)?;
+    // The results queue's broker lives as long as the publisher taken from it.
+    let results = ZmqQueue::new(ZmqEndpoint::dial(results_at))
+        .connect()
+        .await?;
+    let state = Worker {
+        name: name.clone(),
+        work: Duration::from_millis(args.number("work-ms", 5)?),
+        fail_every: args.number("fail-every", 0)?,
+        retry_delay: Duration::from_millis(args.number("retry-ms", 100)?),
+        results: results.publisher(),
+    };
+    let retry_at = format!("tcp://127.0.0.1:{retry_port}");
+    let listener = Listener { name: name.clone() };
+    let jobs = RustStream::new(AppInfo::new("fleet-worker", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(WorkerState { worker: state }))
+        .with_broker(ZmqQueue::new(ZmqEndpoint::dial(jobs_at)), |b| {
+            b.include(
+                work.name("jobs")
+                    .out_retry(format!("jobs.retry@{retry_at}")),
+            );
+        })
+        .with_broker(ZmqQueue::new(ZmqEndpoint::bind(retry_at.clone())), |b| {
+            b.include(work_again.name("jobs.retry"));
+        })
+        .start()
+        .await?;
+    let hearing = RustStream::new(AppInfo::new("fleet-progress", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(ListenerState { listener }))
+        .with_broker(ZmqFanout::new(ZmqEndpoint::dial(progress_at)), |b| {
+            // Acked always: the destination is there because a dialing registration must name one.
+            b.include(
+                hear.name("progress")
+                    .out_retry(format!("progress.retry@tcp://127.0.0.1:{}", retry_port + 1)),
+            );
+        })
+        .start()
+        .await?;
+    record(Line {
+        worker: Some(name.clone()),
+        ..ev("worker_started")
+    });
+    signal(SignalKind::terminate())?.recv().await;
+    jobs.shutdown().await?;
+    hearing.shutdown().await?;
+    results.shutdown().await?;
+    record(Line {
+        worker: Some(name),
+        ..ev("worker_stopped")
+    });
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sink
+
+#[derive(Clone)]
+struct Sink {
+    name: String,
+}
+
+#[derive(FromRef)]
+struct SinkState {
+    sink: Sink,
+}
+
+#[subscriber(QueueSubscription::<Bound>)]
+async fn collect(result: &JobResult, State(sink): State<Sink>) -> HandlerOutcome {
+    record(Line {
+        id: Some(result.id),
+        run: Some(result.run.clone()),
+        worker: Some(result.worker.clone()),
+        attempt: Some(result.attempt),
+        probe: result.probe,
+        sink: Some(sink.name.clone()),
+        ..ev("result")
+    });
+    HandlerOutcome::ack()
+}
+
+async fn sink(args: &Args) -> Result<(), Failure> {
+    let bind = args.text("bind")?;
+    let sink = Sink {
+        name: args.text_or("name", "sink"),
+    };
+    let name = sink.name.clone();
+    let running = RustStream::new(AppInfo::new("fleet-sink", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(SinkState { sink }))
+        .with_broker(ZmqQueue::new(ZmqEndpoint::bind(bind)), |b| {
+            b.include(collect.name("results"));
+        })
+        .start()
+        .await?;
+    record(Line {
+        sink: Some(name.clone()),
+        ..ev("sink_started")
+    });
+    signal(SignalKind::terminate())?.recv().await;
+    running.shutdown().await?;
+    record(Line {
+        sink: Some(name),
+        ..ev("sink_stopped")
+    });
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tally: `await` and `report` read the records back
+
+/// Every record line of every process in `dir` (`*.jsonl`), in no particular order; a line a
+/// process is still writing is skipped.
+fn read_records(dir: &Path) -> Result<Vec<Line>, Failure> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&path)?;
+            lines.extend(
+                text.lines()
+                    .filter_map(|line| serde_json::from_str::<Line>(line).ok()),
+            );
+        }
+    }
+    Ok(lines)
+}
+
+fn is(line: &Line, ev: &str, run: &str) -> bool {
+    line.ev == ev && line.run.as_deref() == Some(run)
+}
+
+/// What is missing before `run` has settled; empty once it has.
+fn unsettled(
+    lines: &[Line],
+    run: &str,
+    workers: &[String],
+    collected: Option<usize>,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    if let Some(expected) = collected {
+        let got: BTreeSet<u64> = lines
+            .iter()
+            .filter(|l| is(l, "result", run) && !l.probe)
+            .filter_map(|l| l.id)
+            .collect();
+        if got.len() < expected {
+            missing.push(format!("{} of {expected} results collected", got.len()));
+        }
+    }
+    for worker in workers {
+        let probed = lines
+            .iter()
+            .any(|l| is(l, "result", run) && l.probe && l.worker.as_ref() == Some(worker));
+        if !probed {
+            missing.push(format!("no probe result from {worker}"));
+        }
+    }
+    // Every retry copy a live worker scheduled has come back to it.
+    for l in lines.iter().filter(|l| is(l, "handled", run)) {
+        let worker = l.worker.clone().unwrap_or_default();
+        let copy = matches!(l.outcome.as_deref(), Some("failed" | "unsent"));
+        if copy && workers.contains(&worker) {
+            let back = lines.iter().any(|m| {
+                is(m, "handled", run)
+                    && m.id == l.id
+                    && m.worker == l.worker
+                    && m.attempt > l.attempt
+            });
+            if !back {
+                missing.push(format!(
+                    "the copy of job {} has not come back to {worker}",
+                    l.id.unwrap_or(0)
+                ));
+            }
+        }
+    }
+    missing
+}
+
+/// Waits until a run has settled (see the module's doc), or fails at the deadline.
+async fn settle(args: &Args) -> Result<(), Failure> {
+    let dir = PathBuf::from(args.text("dir")?);
+    let run = args.text("run")?;
+    let workers: Vec<String> = args
+        .text_or("workers", "")
+        .split(',')
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let collected = args
+        .0
+        .get("collected")
+        .map(|n| n.parse::<usize>())
+        .transpose()?;
+    let limit = Duration::from_secs(args.number("timeout", 60)?);
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let missing = unsettled(&read_records(&dir)?, &run, &workers, collected);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let shown: Vec<_> = missing.iter().take(5).cloned().collect();
+            return Err(format!(
+                "run {run} did not settle within {limit:?}: {} (and {} more)",
+                shown.join("; "),
+                missing.len().saturating_sub(5)
+            )
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The figures of one scale-out run.
+#[derive(Debug, Serialize)]
+struct ScaleRun {
+    run: String,
+    workers: usize,
+    sent: usize,
+    collected: usize,
+    lost: usize,
+    duplicated: usize,
+    seconds: f64,
+    jobs_per_second: f64,
+    handled: BTreeMap<String, usize>,
+}
+
+/// The figures of the run with faults.
+#[derive(Debug, Default, Serialize)]
+struct FaultRun {
+    sent: usize,
+    collected: usize,
+    lost: usize,
+    lost_by_cause: BTreeMap<String, usize>,
+    duplicated: usize,
+    handled: BTreeMap<String, usize>,
+    retry_copies_scheduled: usize,
+    retry_copies_back: usize,
+    retry_copies_lost_with_a_live_worker: usize,
+    retry_copies_died_with_the_killed_worker: usize,
+    progress_heard: BTreeMap<String, usize>,
+    progress_announced: usize,
+    /// Publishes of a job that failed at the ventilator (it tries each again).
+    send_failures: usize,
+    /// Jobs sent while the cut worker's link was down that it handled once it was back.
+    waited_out_the_cut: usize,
+    /// Milliseconds from the link's restore to the first result of that worker at the sink.
+    reconnect_after_cut_ms: Option<u64>,
+    /// Milliseconds from the sink's restart to the first result of each live worker there.
+    reconnect_after_sink_restart_ms: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Summary {
+    scale: Vec<ScaleRun>,
+    faults: Option<FaultRun>,
+    expectations: Vec<(String, bool)>,
+}
+
+/// The time of the first timeline event named `ev` (the script writes them).
+fn moment<'a>(lines: &'a [Line], ev: &str) -> Option<&'a Line> {
+    lines.iter().find(|l| l.ev == ev)
+}
+
+fn scale_run(lines: &[Line], run: &str, workers: usize) -> ScaleRun {
+    let sent: BTreeMap<u64, u64> = lines
+        .iter()
+        .filter(|l| is(l, "sent", run) && !l.probe)
+        .filter_map(|l| Some((l.id?, l.t)))
+        .collect();
+    let results: Vec<&Line> = lines
+        .iter()
+        .filter(|l| is(l, "result", run) && !l.probe)
+        .collect();
+    let collected: BTreeSet<u64> = results.iter().filter_map(|l| l.id).collect();
+    let mut handled: BTreeMap<String, usize> = BTreeMap::new();
+    for l in lines
+        .iter()
+        .filter(|l| is(l, "handled", run) && !l.probe && l.outcome.as_deref() == Some("done"))
+    {
+        *handled
+            .entry(l.worker.clone().unwrap_or_default())
+            .or_default() += 1;
+    }
+    let first = sent.values().min().copied().unwrap_or(0);
+    let last = results.iter().map(|l| l.t).max().unwrap_or(first);
+    let seconds = (last.saturating_sub(first)) as f64 / 1000.0;
+    ScaleRun {
+        run: run.to_owned(),
+        workers,
+        sent: sent.len(),
+        collected: collected.len(),
+        lost: sent.keys().filter(|id| !collected.contains(id)).count(),
+        duplicated: results.len() - collected.len(),
+        seconds,
+        jobs_per_second: if seconds > 0.0 {
+            collected.len() as f64 / seconds
+        } else {
+            0.0
+        },
+        handled,
+    }
+}
+
+/// Half-open windows around the faults: what happened inside one may be lost for its cause.
+struct Windows {
+    margin: u64,
+    kill: Option<(String, u64)>,
+    cut: Option<(String, u64, u64)>,
+    sink: Option<(u64, u64)>,
+}
+
+impl Windows {
+    fn near_kill(&self, t: u64) -> bool {
+        self.kill
+            .as_ref()
+            .is_some_and(|(_, at)| t + self.margin >= *at && t <= at + self.margin)
+    }
+    fn in_cut(&self, t: u64) -> bool {
+        self.cut
+            .as_ref()
+            .is_some_and(|(_, down, up)| t + self.margin >= *down && t <= up + self.margin)
+    }
+    fn in_sink_restart(&self, t: u64) -> bool {
+        self.sink
+            .is_some_and(|(stop, start)| t + self.margin >= stop && t <= start + self.margin)
+    }
+    fn killed(&self, worker: &str) -> bool {
+        self.kill.as_ref().is_some_and(|(w, _)| w == worker)
+    }
+    fn cut_worker(&self, worker: &str) -> bool {
+        self.cut.as_ref().is_some_and(|(w, _, _)| w == worker)
+    }
+}
+
+/// Why a job of the fault run never reached the sink, as far as the records tell.
+fn cause(lines: &[&Line], id: u64, sent_at: u64, w: &Windows) -> &'static str {
+    let handled: Vec<&&Line> = lines
+        .iter()
+        .filter(|l| l.ev == "handled" && l.id == Some(id))
+        .collect();
+    if let Some(done) = handled
+        .iter()
+        .filter(|l| l.outcome.as_deref() == Some("done"))
+        .max_by_key(|l| l.t)
+    {
+        let worker = done.worker.as_deref().unwrap_or("");
+        if w.killed(worker) && w.near_kill(done.t) {
+            return "killed worker: its result was in flight";
+        }
+        if w.in_sink_restart(done.t) {
+            return "sink restart: the result was in flight to the old sink";
+        }
+        if w.cut_worker(worker) && w.in_cut(done.t) {
+            return "cut link: the result was in flight on it";
+        }
+        return "unexplained: handled, result published, never collected";
+    }
+    if let Some(copy) = handled.iter().max_by_key(|l| l.t) {
+        let worker = copy.worker.as_deref().unwrap_or("");
+        if w.killed(worker) {
+            return "killed worker: its retry copy died with it";
+        }
+        return "unexplained: a retry copy never came back";
+    }
+    if w.near_kill(sent_at) {
+        return "killed worker: sent around its death, never handled";
+    }
+    if w.in_cut(sent_at) {
+        return "cut link: in flight on it, never handled";
+    }
+    "unexplained: sent, never handled"
+}
+
+fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
+    let windows = Windows {
+        margin,
+        kill: moment(lines, "kill").map(|l| (l.worker.clone().unwrap_or_default(), l.t)),
+        cut: moment(lines, "cut").and_then(|down| {
+            let up = moment(lines, "restore")?;
+            Some((down.worker.clone().unwrap_or_default(), down.t, up.t))
+        }),
+        sink: moment(lines, "sink_stop")
+            .and_then(|stop| Some((stop.t, moment(lines, "sink_start")?.t))),
+    };
+    let of_run: Vec<&Line> = lines
+        .iter()
+        .filter(|l| l.run.as_deref() == Some(run))
+        .collect();
+    let sent: BTreeMap<u64, u64> = of_run
+        .iter()
+        .filter(|l| l.ev == "sent" && !l.probe)
+        .filter_map(|l| Some((l.id?, l.t)))
+        .collect();
+    let results: Vec<&&Line> = of_run
+        .iter()
+        .filter(|l| l.ev == "result" && !l.probe)
+        .collect();
+    let collected: BTreeSet<u64> = results.iter().filter_map(|l| l.id).collect();
+    let mut f = FaultRun {
+        sent: sent.len(),
+        collected: collected.len(),
+        duplicated: results.len() - collected.len(),
+        ..FaultRun::default()
+    };
+    // A job handled to the end twice, by one worker or two, is a duplicate even if the sink
+    // saw one result.
+    let mut done: BTreeMap<u64, usize> = BTreeMap::new();
+    for l in of_run.iter().filter(|l| l.ev == "handled" && !l.probe) {
+        let worker = l.worker.clone().unwrap_or_default();
+        match l.outcome.as_deref() {
+            Some("done") => {
+                *f.handled.entry(worker).or_default() += 1;
+                *done.entry(l.id.unwrap_or(0)).or_default() += 1;
+            }
+            Some("failed" | "unsent") => {
+                f.retry_copies_scheduled += 1;
+                let back = of_run.iter().any(|m| {
+                    m.ev == "handled"
+                        && m.id == l.id
+                        && m.worker == l.worker
+                        && m.attempt > l.attempt
+                });
+                if back {
+                    f.retry_copies_back += 1;
+                } else if windows.killed(&worker) {
+                    f.retry_copies_died_with_the_killed_worker += 1;
+                } else {
+                    f.retry_copies_lost_with_a_live_worker += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    f.duplicated = f
+        .duplicated
+        .max(done.values().filter(|n| **n > 1).map(|n| n - 1).sum());
+    for (id, at) in &sent {
+        if !collected.contains(id) {
+            f.lost += 1;
+            *f.lost_by_cause
+                .entry(cause(&of_run, *id, *at, &windows).to_owned())
+                .or_default() += 1;
+        }
+    }
+    for l in of_run.iter().filter(|l| l.ev == "progress") {
+        *f.progress_heard
+            .entry(l.worker.clone().unwrap_or_default())
+            .or_default() += 1;
+    }
+    f.progress_announced = of_run.iter().filter(|l| l.ev == "announced").count();
+    f.send_failures = of_run.iter().filter(|l| l.ev == "send_failed").count();
+    if let Some((worker, down, up)) = &windows.cut {
+        f.waited_out_the_cut = of_run
+            .iter()
+            .filter(|l| {
+                l.ev == "handled"
+                    && l.worker.as_ref() == Some(worker)
+                    && l.t >= *up
+                    && l.id
+                        .and_then(|id| sent.get(&id))
+                        .is_some_and(|at| at >= down && at < up)
+            })
+            .count();
+        f.reconnect_after_cut_ms = results
+            .iter()
+            .filter(|l| l.worker.as_ref() == Some(worker) && l.t >= *up)
+            .map(|l| l.t - up)
+            .min();
+    }
+    if let Some((_, start)) = windows.sink {
+        for l in results.iter().filter(|l| l.t >= start) {
+            let worker = l.worker.clone().unwrap_or_default();
+            let after = l.t - start;
+            f.reconnect_after_sink_restart_ms
+                .entry(worker)
+                .and_modify(|ms| *ms = (*ms).min(after))
+                .or_insert(after);
+        }
+    }
+    (f, windows)
+}
+
+fn report(args: &Args) -> Result<(), Failure> {
+    let dir = PathBuf::from(args.text("dir")?);
+    let lines = read_records(&dir)?;
+    let margin = args.number("margin-ms", 2_000)?;
+    let mut summary = Summary::default();
+    let mut expectations = Vec::new();
+    let mut expect = |what: String, ok: bool| expectations.push((what, ok));
+    let mut scale = Vec::new();
+    for spec in args
+        .text_or("scale", "")
+        .split(',')
+        .filter(|s| !s.is_empty())
+    {
+        let (run, workers) = spec.split_once(':').ok_or("--scale run:workers,...")?;
+        scale.push(scale_run(&lines, run, workers.parse()?));
+    }
+    if !scale.is_empty() {
+        println!(
+            "scale-out (one ventilator; every worker of a run dialed it before the run began):"
+        );
+    }
+    for s in &scale {
+        println!(
+            "  {} worker(s): {} jobs sent, {} collected, {} lost, {} duplicated, {:.2} s, {:.0} jobs/s; handled {}",
+            s.workers,
+            s.sent,
+            s.collected,
+            s.lost,
+            s.duplicated,
+            s.seconds,
+            s.jobs_per_second,
+            per_worker(&s.handled)
+        );
+        expect(
+            format!("scale {} worker(s): every job collected once", s.workers),
+            s.sent > 0 && s.lost == 0 && s.duplicated == 0,
+        );
+    }
+    if let (Some(one), Some(four)) = (
+        scale.iter().find(|s| s.workers == 1),
+        scale.iter().find(|s| s.workers == 4),
+    ) {
+        let speedup = four.jobs_per_second / one.jobs_per_second.max(f64::MIN_POSITIVE);
+        println!("  speed-up from 1 to 4 workers: {speedup:.1}x");
+        expect(
+            "4 workers take at least twice the jobs per second of 1".to_owned(),
+            speedup >= 2.0,
+        );
+    }
+    if let Some(run) = args.0.get("faults") {
+        let (f, w) = fault_run(&lines, run, margin);
+        let live: Vec<String> = args
+            .text_or("live", "")
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        println!("run {run}, {} workers:", f.handled.len());
+        if let Some((worker, _)) = &w.kill {
+            println!("  {worker} killed with SIGKILL mid-stream");
+        }
+        if let Some((worker, down, up)) = &w.cut {
+            println!(
+                "  {worker}'s link cut for {:.1} s, then restored",
+                (up - down) as f64 / 1000.0
+            );
+        }
+        if let Some((stop, start)) = w.sink {
+            println!(
+                "  the sink stopped and restarted {:.1} s later",
+                (start - stop) as f64 / 1000.0
+            );
+        }
+        println!(
+            "  jobs sent {}, results collected {}, lost {}, duplicated {}",
+            f.sent, f.collected, f.lost, f.duplicated
+        );
+        println!(
+            "  sends the ventilator saw fail (each tried again): {}",
+            f.send_failures
+        );
+        println!("  handled per worker: {}", per_worker(&f.handled));
+        for (cause, n) in &f.lost_by_cause {
+            println!("  lost, {cause}: {n}");
+        }
+        println!(
+            "  retry copies: {} scheduled, {} came back, {} lost while their worker lived, {} died with the killed worker",
+            f.retry_copies_scheduled,
+            f.retry_copies_back,
+            f.retry_copies_lost_with_a_live_worker,
+            f.retry_copies_died_with_the_killed_worker
+        );
+        println!(
+            "  progress: {} announcements, heard {}",
+            f.progress_announced,
+            per_worker(&f.progress_heard)
+        );
+        if w.cut.is_some() {
+            println!(
+                "  jobs sent to the cut worker while its link was down, handled after it came back: {}",
+                f.waited_out_the_cut
+            );
+            match f.reconnect_after_cut_ms {
+                Some(ms) => {
+                    println!("  first result from the cut worker {ms} ms after its link came back")
+                }
+                None => println!("  no result from the cut worker after its link came back"),
+            }
+        }
+        if w.sink.is_some() {
+            println!(
+                "  first result at the restarted sink, per worker (ms after it started): {}",
+                per_worker_ms(&f.reconnect_after_sink_restart_ms)
+            );
+        }
+        expect("faults: nothing duplicated".to_owned(), f.duplicated == 0);
+        expect(
+            "faults: every lost job has a cause at-most-once allows".to_owned(),
+            f.lost_by_cause
+                .keys()
+                .all(|c| !c.starts_with("unexplained")),
+        );
+        expect(
+            "faults: collected and lost add up to sent".to_owned(),
+            f.collected + f.lost == f.sent,
+        );
+        if args.text_or("expect-retries", "no") == "yes" {
+            expect(
+                "faults: retry copies went out".to_owned(),
+                f.retry_copies_scheduled > 0,
+            );
+        }
+        expect(
+            "faults: no retry copy was lost while its worker lived".to_owned(),
+            f.retry_copies_lost_with_a_live_worker == 0,
+        );
+        if let Some((killed, at)) = &w.kill {
+            let before = lines
+                .iter()
+                .any(|l| is(l, "handled", run) && l.worker.as_ref() == Some(killed) && l.t < *at);
+            expect(
+                format!("faults: {killed} handled jobs before it was killed"),
+                before,
+            );
+        }
+        for worker in &live {
+            let after_all = [
+                w.kill.as_ref().map(|k| k.1),
+                w.cut.as_ref().map(|c| c.2),
+                w.sink.map(|s| s.1),
+            ]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(0);
+            let carried_on = lines.iter().any(|l| {
+                is(l, "result", run) && l.worker.as_ref() == Some(worker) && l.t > after_all
+            });
+            expect(
+                format!("faults: {worker} carried on after the last fault (a result collected)"),
+                carried_on,
+            );
+            if w.sink.is_some() {
+                expect(
+                    format!("faults: {worker} reached the restarted sink"),
+                    f.reconnect_after_sink_restart_ms.contains_key(worker),
+                );
+            }
+            let heard_last = lines.iter().any(|l| {
+                is(l, "progress", run)
+                    && l.worker.as_ref() == Some(worker)
+                    && l.detail
+                        .as_deref()
+                        .is_some_and(|d| d.ends_with("done true"))
+            });
+            expect(
+                format!("faults: {worker} heard the last progress announcement"),
+                heard_last,
+            );
+        }
+        if w.cut.is_some() {
+            expect(
+                "faults: the cut worker's results reach the sink again after its link returns"
+                    .to_owned(),
+                f.reconnect_after_cut_ms.is_some(),
+            );
+        }
+        summary.faults = Some(f);
+    }
+    summary.scale = scale;
+    summary.expectations = expectations;
+    println!("expectations:");
+    for (what, ok) in &summary.expectations {
+        println!("  {} {what}", if *ok { "ok  " } else { "FAIL" });
+    }
+    if let Some(path) = args.0.get("summary") {
+        std::fs::write(path, serde_json::to_vec_pretty(&summary)?)?;
+    }
+    let failed = summary.expectations.iter().filter(|(_, ok)| !ok).count();
+    if failed > 0 {
+        return Err(format!("{failed} expectation(s) failed").into());
+    }
+    Ok(())
+}
+
+fn per_worker(counts: &BTreeMap<String, usize>) -> String {
+    counts
+        .iter()
+        .map(|(w, n)| format!("{w} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn per_worker_ms(counts: &BTreeMap<String, u64>) -> String {
+    counts
+        .iter()
+        .map(|(w, n)| format!("{w} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
