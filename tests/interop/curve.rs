@@ -316,3 +316,94 @@ async fn a_dialing_curve_queue_reads_from_a_pyzmq_curve_server() {
     assert_eq!(json_of(&tap.expect("the server's job").await)["n"], 7);
     connected.shutdown().await.unwrap();
 }
+
+/// Waits until `monitor` has counted `refused` refused handshakes.
+async fn refused(monitor: &ZmqMonitor, refused: u64, what: &str) {
+    let deadline = Deadline::after(STEP, what);
+    while monitor.peers_refused() < refused {
+        deadline.check();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let (listed, stranger) = (python_keypair(), python_keypair());
+    let impostor = CurveKeyPair::generate().unwrap().public();
+    let endpoint = || {
+        ZmqEndpoint::bind("tcp://127.0.0.1:0")
+            .curve(server.clone())
+            .allow_clients([CurvePublicKey::from_z85(&listed.0).unwrap()])
+    };
+
+    // A bound queue (PULL) against pyzmq PUSH peers.
+    let queue = ZmqQueue::new(endpoint()).connect().await.unwrap();
+    let mut tap = Tap::new(queue.subscribe("jobs").await.unwrap());
+    let (monitor, address) = (queue.monitor(), queue.monitor().bound_address().unwrap());
+    let mut wrong = PyPeer::connect("PUSH", &address, client_of(&impostor, &listed)).await;
+    wrong.send(&[b"jobs", &job(1)]).await;
+    refused(&monitor, 1, "the queue refusing a wrong server key").await;
+    let mut unlisted =
+        PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
+    unlisted.send(&[b"jobs", &job(2)]).await;
+    refused(&monitor, 2, "the queue refusing an unlisted client").await;
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    queue.shutdown().await.unwrap();
+
+    // A bound fan-out publisher (PUB) against pyzmq SUB peers: neither hears a thing.
+    let fanout = ZmqFanout::new(endpoint()).connect().await.unwrap();
+    let address = fanout.bind_publisher().await.unwrap();
+    let monitor = fanout.monitor();
+    let publisher = fanout.publisher();
+    let subscribe = |mut options: Value| {
+        options["SUBSCRIBE"] = json!("");
+        options
+    };
+    let mut wrong =
+        PyPeer::connect("SUB", &address, subscribe(client_of(&impostor, &listed))).await;
+    let mut unlisted = PyPeer::connect(
+        "SUB",
+        &address,
+        subscribe(client_of(&server.public(), &stranger)),
+    )
+    .await;
+    refused(&monitor, 2, "the fan-out refusing both").await;
+    publisher
+        .publish(
+            OutgoingMessage::produced("prices", BytesMut::from(&job(3)[..])),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(wrong.recv(Duration::from_millis(200)).await.is_none());
+    assert!(unlisted.recv(Duration::from_millis(200)).await.is_none());
+    fanout.shutdown().await.unwrap();
+
+    // A bound responder (ROUTER) against pyzmq DEALER peers: no request gets through.
+    let broker = ZmqRpc::new(endpoint());
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("curve-refusals", "0.1.0")).with_broker(broker, |b| {
+        b.include(
+            answer
+                .name("asks")
+                .out_retry("asks.retry@tcp://127.0.0.1:1"),
+        )
+        .out_reply(Publish)
+        .transform(ToRequester);
+    });
+    let running = app.start().await.unwrap();
+    let address = monitor.bound_address().unwrap();
+    let ask = json!({"id": 1, "note": SECRET_TEXT}).to_string();
+    for options in [
+        client_of(&impostor, &listed),
+        client_of(&server.public(), &stranger),
+    ] {
+        let mut dealer = PyPeer::connect("DEALER", &address, options).await;
+        dealer.send(&[b"asks", b"", ask.as_bytes()]).await;
+        assert!(dealer.recv(Duration::from_millis(300)).await.is_none());
+    }
+    refused(&monitor, 2, "the responder refusing both").await;
+    running.shutdown().await.unwrap();
+}
