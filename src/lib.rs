@@ -10,6 +10,17 @@
 //! a bound queue or fan-out subscription's copies go to its own listener; a dialing one's, and
 //! every responder's, go to the destination its registration names.
 //!
+//! # Socket backends
+//!
+//! The sockets come from one of two clients, chosen at build time; nothing above the transport
+//! differs. The default is the pure-Rust `zeromq` client (no C toolchain). The `libzmq` feature
+//! links libzmq instead, the library every pyzmq and C++ peer runs, and adds what only it has:
+//! ZMTP heartbeats (`ZmqBroker::heartbeat`), a handshake timeout, per-peer queues
+//! (`ZmqBroker::peer_queue`), frames over [`WireLimits::max_message_bytes`] refused before
+//! they are read, and CURVE with an allow-list of clients (`ZmqEndpoint::curve`,
+//! `CurveKeyPair`). Those items exist only under the feature. The README compares the two, and
+//! says what a peer that stops reading gets on each.
+//!
 //! # Testing a service
 //!
 //! Under the `testing` feature, `TestApp::start(app())` runs the production app with its
