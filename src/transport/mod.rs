@@ -12,8 +12,6 @@ pub(crate) mod bus;
 #[cfg(feature = "libzmq")]
 mod libzmq;
 mod writer;
-#[cfg(feature = "libzmq")]
-mod zap;
 #[cfg(not(feature = "libzmq"))]
 mod zeromq;
 

@@ -15,7 +15,7 @@ use std::{
     },
 };
 
-use super::libzmq::CONTEXT;
+use super::CONTEXT;
 use crate::curve::{AllowList, CurvePublicKey};
 
 /// Where libzmq sends its authentication requests.

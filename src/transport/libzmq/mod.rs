@@ -1,4 +1,4 @@
-//! The libzmq sockets (`libzmq` feature): the only module that names the `zmq` binding's types.
+//! The libzmq sockets (`libzmq` feature): the only modules that name the `zmq` binding's types.
 //!
 //! libzmq does most of what the transport needs by itself: a dialing socket reconnects with a
 //! backoff, a PUSH passes over a peer whose queue is full, a ROUTER refuses an identity it does
@@ -6,43 +6,41 @@
 //! here is driving each socket from the one task that owns it without blocking a runtime
 //! thread, and reading its monitor: who is connected, and who left.
 //!
-//! A socket is driven through its notification descriptor (`ZMQ_FD`), which only signals that
-//! something changed: what the socket can do is asked of libzmq (`ZMQ_EVENTS`) before every
-//! wait, since a send or a receive can change it without a signal.
+//! - [`driven`]: a socket driven through its notification descriptor by the task that owns it;
+//! - [`watcher`]: who a socket is connected to, from its monitor, read by a thread of its own;
+//! - [`security`]: CURVE on a socket, as its endpoint says; [`zap`]: who may connect.
 //!
-//! Imports: its parent `transport`, and `endpoint`, `error`, `monitor`, `pattern` and `wire`.
+//! Imports: its parent `transport`, and `curve`, `endpoint`, `error`, `monitor`, `pattern` and
+//! `wire`.
+
+mod driven;
+mod security;
+mod watcher;
+pub(super) mod zap;
 
 use std::{
-    os::fd::{AsRawFd, RawFd},
-    sync::{
-        Arc, LazyLock, Mutex, PoisonError,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, LazyLock},
     time::Duration,
 };
 
 use ruststream::Bytes;
 use tokio::{
-    io::{Interest, unix::AsyncFd},
-    sync::{Notify, mpsc, watch},
+    sync::{mpsc, watch},
     time::{Instant, sleep_until},
 };
 
-use super::{DuplexSender, Outbound, Received, Release, SocketOptions, stopped, zap};
+use self::{
+    driven::Driven,
+    security::{curve_available, secure},
+    watcher::Watched,
+};
+use super::{DuplexSender, Outbound, Received, Release, SocketOptions, stopped};
 use crate::{
-    curve::{CurveKeyPair, CurvePublicKey, Security},
-    endpoint::bind_form,
-    error::ZmqError,
-    monitor::ZmqMonitor,
-    pattern::Role,
-    wire::Frames,
+    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
 };
 
 /// One libzmq context for the process: its I/O thread serves every socket.
 pub(super) static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
-
-/// Numbers the monitor endpoints, which are process-wide names.
-static MONITORS: AtomicU64 = AtomicU64::new(0);
 
 /// How soon a dialing socket tries again after a failed or lost connection, and the most it
 /// backs off to.
@@ -51,273 +49,6 @@ const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 
 /// How long a closed sending socket keeps trying to deliver what it already took.
 const LINGER: Duration = super::CLOSE_WAIT;
-
-/// A libzmq socket with its notification descriptor, which lives exactly as long as the socket.
-struct Owned {
-    socket: zmq::Socket,
-    signal: RawFd,
-}
-
-impl AsRawFd for Owned {
-    fn as_raw_fd(&self) -> RawFd {
-        self.signal
-    }
-}
-
-/// A libzmq socket registered with the runtime, driven by the task that owns it.
-struct Driven(AsyncFd<Owned>);
-
-impl Driven {
-    fn new(socket: zmq::Socket) -> Result<Self, zmq::Error> {
-        let signal = socket.get_fd()?;
-        // Registering a raw descriptor is sound only while it stays open: the registration
-        // owns the socket, and libzmq closes the descriptor only when the socket closes.
-        #[allow(deprecated)]
-        let registered = AsyncFd::with_interest(Owned { socket, signal }, Interest::READABLE)
-            .map_err(|_| zmq::Error::EMFILE)?;
-        Ok(Self(registered))
-    }
-
-    fn socket(&self) -> &zmq::Socket {
-        &self.0.get_ref().socket
-    }
-
-    /// Waits until the socket can do something in `wanted`; answers what it can do.
-    async fn ready(&mut self, wanted: zmq::PollEvents) -> zmq::PollEvents {
-        loop {
-            // Asking also takes in what libzmq signalled, so a signal that comes after this
-            // wakes the wait below.
-            if let Ok(events) = self.socket().get_events()
-                && events.intersects(wanted)
-            {
-                return events;
-            }
-            match self.0.readable_mut().await {
-                Ok(mut guard) => guard.clear_ready(),
-                // The runtime is shutting down: nothing more will be read or sent.
-                Err(_) => std::future::pending::<()>().await,
-            }
-        }
-    }
-
-    /// One whole message, if one is waiting.
-    fn try_recv(&self) -> Result<Option<Frames>, zmq::Error> {
-        let first = match self.socket().recv_bytes(zmq::DONTWAIT) {
-            Ok(first) => first,
-            Err(zmq::Error::EAGAIN) => return Ok(None),
-            Err(err) => return Err(err),
-        };
-        let mut frames = vec![Bytes::from(first)];
-        // libzmq hands over a message whole: once its first frame is read, the rest are there.
-        while self.socket().get_rcvmore()? {
-            frames.push(Bytes::from(self.socket().recv_bytes(0)?));
-        }
-        Ok(Some(frames))
-    }
-
-    /// Sends one message if the socket takes it now; `false` when it has no room (no peer, or
-    /// the peer's queue is full).
-    fn try_send(&self, frames: &Frames) -> Result<bool, zmq::Error> {
-        // libzmq takes a message whole or not at all: only its first frame can be refused.
-        match self
-            .socket()
-            .send_multipart(frames.iter().map(|frame| &frame[..]), zmq::DONTWAIT)
-        {
-            Ok(()) => Ok(true),
-            Err(zmq::Error::EAGAIN) => Ok(false),
-            Err(err) => Err(err),
-        }
-    }
-}
-
-/// What a socket's monitor reports that the transport acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Event {
-    /// A connection opened: accepted on a bound socket, made by a dialing one.
-    Opened,
-    /// A connection finished its handshake: messages flow.
-    Ready,
-    /// A connection closed.
-    Closed,
-    /// A connection failed its handshake (a protocol error, or refused credentials).
-    Refused,
-    /// A listener closed: its address is free again.
-    ListenerClosed,
-    /// The socket is gone: the monitor says nothing more.
-    Stopped,
-    Other,
-}
-
-impl Event {
-    /// Reads a monitor message by its first frame: the event (16 bits), then a value.
-    fn parse(first: &[u8]) -> Self {
-        let [low, high, ..] = *first else {
-            return Self::Other;
-        };
-        let code = u16::from_le_bytes([low, high]);
-        use zmq::SocketEvent as E;
-        match code {
-            c if c == E::ACCEPTED.to_raw() || c == E::CONNECTED.to_raw() => Self::Opened,
-            c if c == E::HANDSHAKE_SUCCEEDED.to_raw() => Self::Ready,
-            c if c == E::DISCONNECTED.to_raw() => Self::Closed,
-            c if c == E::HANDSHAKE_FAILED_AUTH.to_raw()
-                || c == E::HANDSHAKE_FAILED_PROTOCOL.to_raw()
-                || c == E::HANDSHAKE_FAILED_NO_DETAIL.to_raw() =>
-            {
-                Self::Refused
-            }
-            c if c == E::MONITOR_STOPPED.to_raw() => Self::Stopped,
-            c if c == E::CLOSED.to_raw() => Self::ListenerClosed,
-            _ => Self::Other,
-        }
-    }
-}
-
-/// Who a socket is connected to, as its monitor told.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Peers {
-    /// Connections open.
-    open: usize,
-    /// Whether a connection finished its handshake since the last time none was open.
-    ready: bool,
-    /// Whether a connection was ever lost: on a dialing socket, the next one is a reconnect.
-    ever_lost: bool,
-    /// Whether the socket's listener closed.
-    unbound: bool,
-}
-
-impl Peers {
-    /// Takes in one event; answers whether it was a connection lost.
-    fn note(&mut self, event: Event) -> bool {
-        match event {
-            Event::Opened => self.open += 1,
-            Event::Ready => self.ready = true,
-            Event::Closed => {
-                self.open = self.open.saturating_sub(1);
-                self.ready &= self.open > 0;
-                self.ever_lost = true;
-                return true;
-            }
-            Event::ListenerClosed => self.unbound = true,
-            Event::Refused | Event::Stopped | Event::Other => {}
-        }
-        false
-    }
-
-    /// Whether the socket has a peer to send to: a dialing one once its handshake is done, a
-    /// bound one while a peer is connected.
-    fn reached(self, binds: bool) -> bool {
-        if binds { self.open > 0 } else { self.ready }
-    }
-}
-
-/// Who a socket is connected to, kept up to date by a thread of its own that reads the
-/// socket's monitor.
-///
-/// libzmq reports monitor events with a blocking send from its own threads: a monitor left
-/// unread, or closed while the socket still reports, would stall every socket of the process.
-/// So the watcher reads every event as it comes, and only stops at the last one, sent once the
-/// socket is gone.
-struct Watched {
-    peers: Mutex<Peers>,
-    /// Wakes whoever waits for a peer, or for a change of whether a send can wait.
-    changed: Notify,
-}
-
-impl Watched {
-    /// Attaches a monitor to `socket`, before it binds or dials so that no event is missed;
-    /// answers the socket the monitor reports to.
-    fn attach(socket: &zmq::Socket) -> Result<zmq::Socket, zmq::Error> {
-        use zmq::SocketEvent as E;
-        let endpoint = format!(
-            "inproc://ruststream-zmq-monitor-{}",
-            MONITORS.fetch_add(1, Ordering::Relaxed)
-        );
-        let wanted = [
-            E::ACCEPTED,
-            E::CONNECTED,
-            E::DISCONNECTED,
-            E::HANDSHAKE_SUCCEEDED,
-            E::HANDSHAKE_FAILED_AUTH,
-            E::HANDSHAKE_FAILED_PROTOCOL,
-            E::HANDSHAKE_FAILED_NO_DETAIL,
-            E::CLOSED,
-            E::MONITOR_STOPPED,
-        ]
-        .iter()
-        .fold(0, |mask, event| mask | i32::from(event.to_raw()));
-        socket.monitor(&endpoint, wanted)?;
-        let events = CONTEXT.socket(zmq::PAIR)?;
-        events.connect(&endpoint)?;
-        Ok(events)
-    }
-
-    /// Starts the watcher of the socket whose monitor reports to `events`; it counts lost
-    /// peers on `monitor`.
-    fn start(
-        events: zmq::Socket,
-        role: Role,
-        address: &str,
-        binds: bool,
-        monitor: ZmqMonitor,
-    ) -> Result<Arc<Self>, zmq::Error> {
-        let watched = Arc::new(Self {
-            peers: Mutex::new(Peers::default()),
-            changed: Notify::new(),
-        });
-        let watcher = Arc::clone(&watched);
-        let address = address.to_owned();
-        std::thread::Builder::new()
-            .name("zmq-monitor".to_owned())
-            .spawn(move || {
-                while let Ok(event) = events.recv_bytes(0) {
-                    // The event's second frame names the connection's address.
-                    while events.get_rcvmore().unwrap_or(false) {
-                        let _ = events.recv_bytes(0);
-                    }
-                    let event = Event::parse(&event);
-                    if event == Event::Stopped {
-                        break;
-                    }
-                    watcher.take(event, role, &address, binds, &monitor);
-                }
-            })
-            .map_err(|_| zmq::Error::EMFILE)?;
-        Ok(watched)
-    }
-
-    fn take(&self, event: Event, role: Role, address: &str, binds: bool, monitor: &ZmqMonitor) {
-        if event == Event::Refused {
-            monitor.count_peer_refused();
-            tracing::debug!(endpoint = %address, socket = role.name(), "a peer failed its handshake");
-        }
-        let (lost, reconnected) = {
-            let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-            let reconnected = event == Event::Opened && !binds && peers.ever_lost;
-            (peers.note(event), reconnected)
-        };
-        if event == Event::Opened {
-            monitor.count_peer_connected();
-        }
-        if reconnected {
-            monitor.count_reconnect();
-        }
-        if lost {
-            monitor.count_peer_lost();
-            monitor.count_peer_disconnected();
-            if binds {
-                tracing::debug!(endpoint = %address, socket = role.name(), "a peer left");
-            } else {
-                tracing::info!(endpoint = %address, socket = role.name(), "the peer went away; reconnecting");
-            }
-        }
-        self.changed.notify_waiters();
-    }
-
-    fn now(&self) -> Peers {
-        *self.peers.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 fn fault(err: zmq::Error) -> crate::error::SocketFault {
     Box::new(err)
@@ -338,65 +69,12 @@ fn millis(duration: Duration) -> i32 {
     i32::try_from(duration.as_millis()).unwrap_or(i32::MAX)
 }
 
-/// Refuses CURVE on a libzmq built without it, saying what to do, rather than failing with a
-/// bare "invalid argument" from the first CURVE option.
-fn curve_available(options: &SocketOptions, address: &str) -> Result<(), ZmqError> {
-    if options.security.is_none() || zmq::has("curve") == Some(true) {
-        return Ok(());
-    }
-    Err(ZmqError::CurveKey {
-        what: format!("CURVE on `{address}`"),
-        why: "the libzmq this service links was built without CURVE: link the system's \
-              libzmq, built with libsodium (see the README, \"CURVE\")"
-            .to_owned(),
-    })
-}
-
 /// A socket opened, not yet bound or connected: the socket its monitor reports to, and the
 /// allow-list its handshakes are checked against.
 struct Opened {
     socket: zmq::Socket,
     events: zmq::Socket,
     admits: Option<zap::Registered>,
-}
-
-/// Sets CURVE up on `socket`, as the endpoint's `security` says: a bound socket serves with the
-/// endpoint's keys (its allow-list registered with the authentication handler); a dialing one
-/// is a client of the endpoint's server, with the endpoint's client keys or, on a bound
-/// endpoint (the broker dialing its own listener), a key pair of its own that the list admits.
-fn secure(
-    socket: &zmq::Socket,
-    security: Option<&Security>,
-    binds: bool,
-    address: &str,
-) -> Result<Option<zap::Registered>, zmq::Error> {
-    let client = |keys: &CurveKeyPair, server: &CurvePublicKey| {
-        socket.set_curve_serverkey(server.bytes())?;
-        socket.set_curve_publickey(keys.public().bytes())?;
-        socket.set_curve_secretkey(keys.secret())?;
-        Ok(None)
-    };
-    match security {
-        None => Ok(None),
-        Some(Security::Server { keys, allowed }) if binds => {
-            socket.set_curve_server(true)?;
-            socket.set_curve_secretkey(keys.secret())?;
-            let Some(allowed) = allowed else {
-                return Ok(None);
-            };
-            let registered = zap::register(allowed.clone(), address)?;
-            socket.set_zap_domain(&registered.domain)?;
-            Ok(Some(registered))
-        }
-        Some(Security::Server { keys, allowed }) => {
-            let own = CurveKeyPair::generate().map_err(|_| zmq::Error::ENOTSUP)?;
-            if let Some(allowed) = allowed {
-                allowed.add(own.public());
-            }
-            client(&own, &keys.public())
-        }
-        Some(Security::Client { keys, server }) => client(keys, server),
-    }
 }
 
 /// A libzmq socket with its monitor, and what the transport keeps about it.
@@ -932,47 +610,6 @@ impl NotReading {
 mod tests {
     use super::*;
 
-    fn event(kind: zmq::SocketEvent) -> Vec<u8> {
-        let mut first = kind.to_raw().to_le_bytes().to_vec();
-        first.extend_from_slice(&7_u32.to_le_bytes());
-        first
-    }
-
-    #[test]
-    fn monitor_messages_read_as_the_events_the_transport_acts_on() {
-        use zmq::SocketEvent as E;
-        assert_eq!(Event::parse(&event(E::ACCEPTED)), Event::Opened);
-        assert_eq!(Event::parse(&event(E::CONNECTED)), Event::Opened);
-        assert_eq!(Event::parse(&event(E::HANDSHAKE_SUCCEEDED)), Event::Ready);
-        assert_eq!(Event::parse(&event(E::DISCONNECTED)), Event::Closed);
-        assert_eq!(
-            Event::parse(&event(E::HANDSHAKE_FAILED_AUTH)),
-            Event::Refused
-        );
-        assert_eq!(Event::parse(&event(E::MONITOR_STOPPED)), Event::Stopped);
-        assert_eq!(Event::parse(&event(E::CLOSED)), Event::ListenerClosed);
-        assert_eq!(Event::parse(&event(E::LISTENING)), Event::Other);
-        assert_eq!(Event::parse(&[]), Event::Other);
-        assert_eq!(Event::parse(b"x"), Event::Other);
-    }
-
-    #[test]
-    fn a_dialing_socket_is_reached_from_its_handshake_until_its_connection_closes() {
-        let mut peers = Peers::default();
-        assert!(!peers.note(Event::Opened));
-        assert!(
-            !peers.reached(false),
-            "connected but not yet through the handshake"
-        );
-        peers.note(Event::Ready);
-        assert!(peers.reached(false));
-        assert!(
-            peers.note(Event::Closed),
-            "a closed connection is a peer lost"
-        );
-        assert!(!peers.reached(false));
-    }
-
     #[test]
     fn a_requester_that_is_not_reading_is_warned_about_once_an_episode() {
         let mut episodes = NotReading::default();
@@ -999,19 +636,5 @@ mod tests {
             assert!(episodes.dropped(Bytes::from(n.to_le_bytes().to_vec())));
         }
         assert_eq!(episodes.0.len(), NotReading::MOST);
-    }
-
-    #[test]
-    fn a_bound_socket_is_reached_while_any_peer_is_connected() {
-        let mut peers = Peers::default();
-        peers.note(Event::Opened);
-        peers.note(Event::Opened);
-        peers.note(Event::Closed);
-        assert!(peers.reached(true));
-        peers.note(Event::Closed);
-        assert!(!peers.reached(true));
-        // A report of a close the monitor never opened does not wrap around.
-        assert!(peers.note(Event::Closed));
-        assert_eq!(peers.open, 0);
     }
 }

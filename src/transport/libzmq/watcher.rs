@@ -1,0 +1,263 @@
+//! Who a libzmq socket is connected to: its monitor's events, read by a thread of its own.
+
+use std::sync::{
+    Arc, Mutex, PoisonError,
+    atomic::{AtomicU64, Ordering},
+};
+
+use tokio::sync::Notify;
+
+use super::CONTEXT;
+use crate::{monitor::ZmqMonitor, pattern::Role};
+
+/// Numbers the monitor endpoints, which are process-wide names.
+static MONITORS: AtomicU64 = AtomicU64::new(0);
+
+/// What a socket's monitor reports that the transport acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Event {
+    /// A connection opened: accepted on a bound socket, made by a dialing one.
+    Opened,
+    /// A connection finished its handshake: messages flow.
+    Ready,
+    /// A connection closed.
+    Closed,
+    /// A connection failed its handshake (a protocol error, or refused credentials).
+    Refused,
+    /// A listener closed: its address is free again.
+    ListenerClosed,
+    /// The socket is gone: the monitor says nothing more.
+    Stopped,
+    Other,
+}
+
+impl Event {
+    /// Reads a monitor message by its first frame: the event (16 bits), then a value.
+    fn parse(first: &[u8]) -> Self {
+        let [low, high, ..] = *first else {
+            return Self::Other;
+        };
+        let code = u16::from_le_bytes([low, high]);
+        use zmq::SocketEvent as E;
+        match code {
+            c if c == E::ACCEPTED.to_raw() || c == E::CONNECTED.to_raw() => Self::Opened,
+            c if c == E::HANDSHAKE_SUCCEEDED.to_raw() => Self::Ready,
+            c if c == E::DISCONNECTED.to_raw() => Self::Closed,
+            c if c == E::HANDSHAKE_FAILED_AUTH.to_raw()
+                || c == E::HANDSHAKE_FAILED_PROTOCOL.to_raw()
+                || c == E::HANDSHAKE_FAILED_NO_DETAIL.to_raw() =>
+            {
+                Self::Refused
+            }
+            c if c == E::MONITOR_STOPPED.to_raw() => Self::Stopped,
+            c if c == E::CLOSED.to_raw() => Self::ListenerClosed,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Who a socket is connected to, as its monitor told.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Peers {
+    /// Connections open.
+    open: usize,
+    /// Whether a connection finished its handshake since the last time none was open.
+    ready: bool,
+    /// Whether a connection was ever lost: on a dialing socket, the next one is a reconnect.
+    ever_lost: bool,
+    /// Whether the socket's listener closed.
+    pub(super) unbound: bool,
+}
+
+impl Peers {
+    /// Takes in one event; answers whether it was a connection lost.
+    fn note(&mut self, event: Event) -> bool {
+        match event {
+            Event::Opened => self.open += 1,
+            Event::Ready => self.ready = true,
+            Event::Closed => {
+                self.open = self.open.saturating_sub(1);
+                self.ready &= self.open > 0;
+                self.ever_lost = true;
+                return true;
+            }
+            Event::ListenerClosed => self.unbound = true,
+            Event::Refused | Event::Stopped | Event::Other => {}
+        }
+        false
+    }
+
+    /// Whether the socket has a peer to send to: a dialing one once its handshake is done, a
+    /// bound one while a peer is connected.
+    pub(super) fn reached(self, binds: bool) -> bool {
+        if binds { self.open > 0 } else { self.ready }
+    }
+}
+
+/// Who a socket is connected to, kept up to date by a thread of its own that reads the
+/// socket's monitor.
+///
+/// libzmq reports monitor events with a blocking send from its own threads: a monitor left
+/// unread, or closed while the socket still reports, would stall every socket of the process.
+/// So the watcher reads every event as it comes, and only stops at the last one, sent once the
+/// socket is gone.
+pub(super) struct Watched {
+    peers: Mutex<Peers>,
+    /// Wakes whoever waits for a peer, or for a change of whether a send can wait.
+    pub(super) changed: Notify,
+}
+
+impl Watched {
+    /// Attaches a monitor to `socket`, before it binds or dials so that no event is missed;
+    /// answers the socket the monitor reports to.
+    pub(super) fn attach(socket: &zmq::Socket) -> Result<zmq::Socket, zmq::Error> {
+        use zmq::SocketEvent as E;
+        let endpoint = format!(
+            "inproc://ruststream-zmq-monitor-{}",
+            MONITORS.fetch_add(1, Ordering::Relaxed)
+        );
+        let wanted = [
+            E::ACCEPTED,
+            E::CONNECTED,
+            E::DISCONNECTED,
+            E::HANDSHAKE_SUCCEEDED,
+            E::HANDSHAKE_FAILED_AUTH,
+            E::HANDSHAKE_FAILED_PROTOCOL,
+            E::HANDSHAKE_FAILED_NO_DETAIL,
+            E::CLOSED,
+            E::MONITOR_STOPPED,
+        ]
+        .iter()
+        .fold(0, |mask, event| mask | i32::from(event.to_raw()));
+        socket.monitor(&endpoint, wanted)?;
+        let events = CONTEXT.socket(zmq::PAIR)?;
+        events.connect(&endpoint)?;
+        Ok(events)
+    }
+
+    /// Starts the watcher of the socket whose monitor reports to `events`; it counts lost
+    /// peers on `monitor`.
+    pub(super) fn start(
+        events: zmq::Socket,
+        role: Role,
+        address: &str,
+        binds: bool,
+        monitor: ZmqMonitor,
+    ) -> Result<Arc<Self>, zmq::Error> {
+        let watched = Arc::new(Self {
+            peers: Mutex::new(Peers::default()),
+            changed: Notify::new(),
+        });
+        let watcher = Arc::clone(&watched);
+        let address = address.to_owned();
+        std::thread::Builder::new()
+            .name("zmq-monitor".to_owned())
+            .spawn(move || {
+                while let Ok(event) = events.recv_bytes(0) {
+                    // The event's second frame names the connection's address.
+                    while events.get_rcvmore().unwrap_or(false) {
+                        let _ = events.recv_bytes(0);
+                    }
+                    let event = Event::parse(&event);
+                    if event == Event::Stopped {
+                        break;
+                    }
+                    watcher.take(event, role, &address, binds, &monitor);
+                }
+            })
+            .map_err(|_| zmq::Error::EMFILE)?;
+        Ok(watched)
+    }
+
+    fn take(&self, event: Event, role: Role, address: &str, binds: bool, monitor: &ZmqMonitor) {
+        if event == Event::Refused {
+            monitor.count_peer_refused();
+            tracing::debug!(endpoint = %address, socket = role.name(), "a peer failed its handshake");
+        }
+        let (lost, reconnected) = {
+            let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            let reconnected = event == Event::Opened && !binds && peers.ever_lost;
+            (peers.note(event), reconnected)
+        };
+        if event == Event::Opened {
+            monitor.count_peer_connected();
+        }
+        if reconnected {
+            monitor.count_reconnect();
+        }
+        if lost {
+            monitor.count_peer_lost();
+            monitor.count_peer_disconnected();
+            if binds {
+                tracing::debug!(endpoint = %address, socket = role.name(), "a peer left");
+            } else {
+                tracing::info!(endpoint = %address, socket = role.name(), "the peer went away; reconnecting");
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    pub(super) fn now(&self) -> Peers {
+        *self.peers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: zmq::SocketEvent) -> Vec<u8> {
+        let mut first = kind.to_raw().to_le_bytes().to_vec();
+        first.extend_from_slice(&7_u32.to_le_bytes());
+        first
+    }
+
+    #[test]
+    fn monitor_messages_read_as_the_events_the_transport_acts_on() {
+        use zmq::SocketEvent as E;
+        assert_eq!(Event::parse(&event(E::ACCEPTED)), Event::Opened);
+        assert_eq!(Event::parse(&event(E::CONNECTED)), Event::Opened);
+        assert_eq!(Event::parse(&event(E::HANDSHAKE_SUCCEEDED)), Event::Ready);
+        assert_eq!(Event::parse(&event(E::DISCONNECTED)), Event::Closed);
+        assert_eq!(
+            Event::parse(&event(E::HANDSHAKE_FAILED_AUTH)),
+            Event::Refused
+        );
+        assert_eq!(Event::parse(&event(E::MONITOR_STOPPED)), Event::Stopped);
+        assert_eq!(Event::parse(&event(E::CLOSED)), Event::ListenerClosed);
+        assert_eq!(Event::parse(&event(E::LISTENING)), Event::Other);
+        assert_eq!(Event::parse(&[]), Event::Other);
+        assert_eq!(Event::parse(b"x"), Event::Other);
+    }
+
+    #[test]
+    fn a_dialing_socket_is_reached_from_its_handshake_until_its_connection_closes() {
+        let mut peers = Peers::default();
+        assert!(!peers.note(Event::Opened));
+        assert!(
+            !peers.reached(false),
+            "connected but not yet through the handshake"
+        );
+        peers.note(Event::Ready);
+        assert!(peers.reached(false));
+        assert!(
+            peers.note(Event::Closed),
+            "a closed connection is a peer lost"
+        );
+        assert!(!peers.reached(false));
+    }
+
+    #[test]
+    fn a_bound_socket_is_reached_while_any_peer_is_connected() {
+        let mut peers = Peers::default();
+        peers.note(Event::Opened);
+        peers.note(Event::Opened);
+        peers.note(Event::Closed);
+        assert!(peers.reached(true));
+        peers.note(Event::Closed);
+        assert!(!peers.reached(true));
+        // A report of a close the monitor never opened does not wrap around.
+        assert!(peers.note(Event::Closed));
+        assert_eq!(peers.open, 0);
+    }
+}
