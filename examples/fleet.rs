@@ -299,6 +299,15 @@ mod net {
     pub fn tuned<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
         broker.heartbeat(HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT)
     }
+
+    /// A worker's jobs queue holds 100 jobs per connection, not libzmq's 1,000. libzmq stops
+    /// reading a connection whose queue is full, its peer's heartbeats too, and reads on once
+    /// half of it is taken: a worker with a backlog (the scale-out sends as fast as it can)
+    /// would go [`HEARTBEAT_TIMEOUT`] without hearing the ventilator, and cut its own
+    /// connection, losing what was queued on it. Half of 100 jobs takes the worker about 0.3 s.
+    pub fn jobs_queue<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
+        tuned(broker).peer_queue(100)
+    }
 }
 
 /// The default backend: no CURVE, no heartbeats.
@@ -330,6 +339,10 @@ mod net {
     }
 
     pub fn tuned<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
+        broker
+    }
+
+    pub fn jobs_queue<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
         broker
     }
 }
@@ -626,7 +639,7 @@ async fn worker(args: &Args) -> Result<(), Failure> {
     let jobs = RustStream::new(AppInfo::new("fleet-worker", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(WorkerState { worker: state }))
         .with_broker(
-            net::tuned(ZmqQueue::new(net::dial(jobs_at, &name, "vent")?)),
+            net::jobs_queue(ZmqQueue::new(net::dial(jobs_at, &name, "vent")?)),
             |b| {
                 b.include(
                     work.name("jobs")
