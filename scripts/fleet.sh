@@ -149,7 +149,11 @@ for h in "${hosts[@]}"; do
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
 done
-if [ "$backend" = libzmq ]; then say "backend: libzmq, CURVE keys made for the ventilator, the sink and 4 workers"; else say "backend: $backend"; fi
+if [ "$backend" = libzmq ]; then
+    say "backend: libzmq, CURVE keys made for the ventilator, the sink and 4 workers"
+else
+    say "backend: $backend"
+fi
 say "${#hosts[@]} hosts on a bridge: $(for h in "${hosts[@]}"; do printf '%s=%s ' "$h" "${addr[$h]}"; done)"
 
 jobs_at="tcp://${addr[vent]}:5550"
