@@ -319,12 +319,10 @@ mod net {
 
     pub const BACKEND: &str = "zeromq";
 
-    #[expect(clippy::unnecessary_wraps, reason = "the libzmq form reads keys")]
     pub fn serve(address: String, _server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
         Ok(ZmqEndpoint::bind(address))
     }
 
-    #[expect(clippy::unnecessary_wraps, reason = "the libzmq form reads keys")]
     pub fn dial(
         address: String,
         _client: &str,
@@ -333,7 +331,6 @@ mod net {
         Ok(ZmqEndpoint::dial(address))
     }
 
-    #[expect(clippy::unnecessary_wraps, reason = "the libzmq form reads keys")]
     pub fn retry_queue(address: String, _client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
         Ok(ZmqEndpoint::bind(address))
     }
@@ -1353,7 +1350,6 @@ fn report(args: &Args) -> Result<(), Failure> {
             "  connections refused at their CURVE handshake: {}",
             f.peers_refused
         );
-        if w.cut.is_some() {}
         if w.sink.is_some() {
             println!(
                 "  first result at the restarted sink, per worker (ms after it started): {}",
