@@ -105,6 +105,17 @@ struct Line {
     seq: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
+    /// `peers`: which broker's monitor (`jobs`, `progress`, `results`) and what it counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    broker: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    connected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reconnects: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refused: Option<u64>,
 }
 
 fn now_ms() -> u64 {
@@ -199,8 +210,169 @@ async fn main() -> Result<(), Failure> {
         "sink" => sink(&args).await,
         "await" => settle(&args).await,
         "report" => report(&args),
-        other => Err(format!("no role {other}: vent, worker, sink, await or report").into()),
+        // The socket backend this binary was built with, for the script.
+        "backend" => {
+            println!("{}", net::BACKEND);
+            Ok(())
+        }
+        other => {
+            Err(format!("no role {other}: vent, worker, sink, await, report or backend").into())
+        }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sockets: plain on the default backend; CURVE and quick heartbeats on libzmq
+
+/// With libzmq every connection of the fleet speaks CURVE, and every broker sends heartbeats
+/// often, so that a peer gone silent is cut within [`HEARTBEAT_TIMEOUT`](net::HEARTBEAT_TIMEOUT).
+///
+/// The keys come from environment variables (Z85 text; `scripts/fleet.sh` makes them): the
+/// ventilator's and the sink's server key pairs (`FLEET_VENT_PUBLIC` and `FLEET_VENT_SECRET`,
+/// `FLEET_SINK_...`), each worker's client key pair (`FLEET_W1_PUBLIC`, ...), and the client
+/// keys the servers admit (`FLEET_CLIENTS`, comma separated).
+#[cfg(feature = "libzmq")]
+mod net {
+    use std::time::Duration;
+
+    use ruststream_zmq::{
+        Bound, CurveKeyPair, CurvePublicKey, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint,
+    };
+
+    use super::Failure;
+
+    pub const BACKEND: &str = "libzmq";
+    pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
+    pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(2);
+
+    fn var(name: &str) -> String {
+        format!("FLEET_{}", name.to_uppercase())
+    }
+
+    fn pair(who: &str) -> Result<CurveKeyPair, Failure> {
+        let public = var(&format!("{who}_public"));
+        let secret = var(&format!("{who}_secret"));
+        Ok(CurveKeyPair::from_env(&public, &secret)?)
+    }
+
+    fn public(who: &str) -> Result<CurvePublicKey, Failure> {
+        let name = var(&format!("{who}_public"));
+        let text = std::env::var(&name).map_err(|_| format!("{name} is not set"))?;
+        Ok(CurvePublicKey::from_z85(&text)?)
+    }
+
+    fn clients() -> Result<Vec<CurvePublicKey>, Failure> {
+        let text = std::env::var("FLEET_CLIENTS").map_err(|_| "FLEET_CLIENTS is not set")?;
+        Ok(text
+            .split(',')
+            .filter(|k| !k.is_empty())
+            .map(CurvePublicKey::from_z85)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// A server's endpoint (`vent`, `sink`): its key pair, the fleet's clients admitted.
+    pub fn serve(address: String, server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+        Ok(ZmqEndpoint::bind(address)
+            .curve(pair(server)?)
+            .allow_clients(clients()?))
+    }
+
+    /// A worker's endpoint on a server: the worker's key pair, the server's public key.
+    pub fn dial(
+        address: String,
+        client: &str,
+        server: &str,
+    ) -> Result<ZmqEndpoint<Dialing>, Failure> {
+        Ok(ZmqEndpoint::dial(address).curve(pair(client)?, public(server)?))
+    }
+
+    /// A worker's retry queue, bound on its loopback. The copies to it leave through the jobs
+    /// broker, which speaks CURVE to the ventilator's key on every socket it dials, so the queue
+    /// serves with the ventilator's key pair, and admits this worker alone.
+    pub fn retry_queue(address: String, client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+        Ok(ZmqEndpoint::bind(address)
+            .curve(pair("vent")?)
+            .allow_clients([public(client)?]))
+    }
+
+    /// Heartbeats every [`HEARTBEAT_INTERVAL`], a silent peer cut after [`HEARTBEAT_TIMEOUT`].
+    pub fn tuned<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
+        broker.heartbeat(HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT)
+    }
+
+    /// A worker's jobs queue holds 100 jobs per connection, not libzmq's 1,000. libzmq stops
+    /// reading a connection whose queue is full, its peer's heartbeats too, and reads on once
+    /// half of it is taken: a worker with a backlog (the scale-out sends as fast as it can)
+    /// would go [`HEARTBEAT_TIMEOUT`] without hearing the ventilator, and cut its own
+    /// connection, losing what was queued on it. Half of 100 jobs takes the worker about 0.3 s.
+    pub fn jobs_queue<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
+        tuned(broker).peer_queue(100)
+    }
+}
+
+/// The default backend: no CURVE, no heartbeats.
+#[cfg(not(feature = "libzmq"))]
+mod net {
+    use ruststream_zmq::{Bound, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint};
+
+    use super::Failure;
+
+    pub const BACKEND: &str = "zeromq";
+
+    pub fn serve(address: String, _server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+        Ok(ZmqEndpoint::bind(address))
+    }
+
+    pub fn dial(
+        address: String,
+        _client: &str,
+        _server: &str,
+    ) -> Result<ZmqEndpoint<Dialing>, Failure> {
+        Ok(ZmqEndpoint::dial(address))
+    }
+
+    pub fn retry_queue(address: String, _client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+        Ok(ZmqEndpoint::bind(address))
+    }
+
+    pub fn tuned<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
+        broker
+    }
+
+    pub fn jobs_queue<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
+        broker
+    }
+}
+
+/// Records each change of a broker's monitor (`peers` lines), polled every 20 ms, so the
+/// report can tell when a lost peer was noticed and when it came back.
+fn watch(monitor: ZmqMonitor, broker: &str, run: Option<String>, sink: Option<String>) {
+    let broker = broker.to_owned();
+    tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            let now = (
+                monitor.peers_lost(),
+                monitor.peers_connected(),
+                monitor.reconnects(),
+                monitor.peers_refused(),
+            );
+            if last != Some(now) {
+                last = Some(now);
+                record(Line {
+                    run: run.clone(),
+                    sink: sink.clone(),
+                    broker: Some(broker.clone()),
+                    lost: Some(now.0),
+                    connected: Some(now.1),
+                    reconnects: Some(now.2),
+                    refused: Some(now.3),
+                    ..ev("peers")
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -221,12 +393,17 @@ async fn vent(args: &Args) -> Result<(), Failure> {
     let failures = args.text_or("failures", "no") == "yes";
     let go = args.text_or("go", "");
 
-    let jobs = ZmqQueue::new(ZmqEndpoint::bind(jobs_at)).connect().await?;
+    let jobs = net::tuned(ZmqQueue::new(net::serve(jobs_at, "vent")?))
+        .connect()
+        .await?;
     let bound = jobs.bind_publisher().await?;
-    let progress = ZmqFanout::new(ZmqEndpoint::bind(progress_at))
+    let progress = net::tuned(ZmqFanout::new(net::serve(progress_at, "vent")?))
         .connect()
         .await?;
     let progress_bound = progress.bind_publisher().await?;
+    let label = Some(runs.join(","));
+    watch(jobs.monitor(), "jobs", label.clone(), None);
+    watch(progress.monitor(), "progress", label, None);
     record(Line {
         detail: Some(format!("{bound} {progress_bound}")),
         ..ev("vent_bound")
@@ -444,7 +621,7 @@ async fn worker(args: &Args) -> Result<(), Failure> {
     let results_at = args.text("results")?;
     let retry_port = args.number("retry-port", 5560)?;
     // The results queue's broker lives as long as the publisher taken from it.
-    let results = ZmqQueue::new(ZmqEndpoint::dial(results_at))
+    let results = net::tuned(ZmqQueue::new(net::dial(results_at, &name, "sink")?))
         .connect()
         .await?;
     let state = Worker {
@@ -458,26 +635,35 @@ async fn worker(args: &Args) -> Result<(), Failure> {
     let listener = Listener { name: name.clone() };
     let jobs = RustStream::new(AppInfo::new("fleet-worker", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(WorkerState { worker: state }))
-        .with_broker(ZmqQueue::new(ZmqEndpoint::dial(jobs_at)), |b| {
-            b.include(
-                work.name("jobs")
-                    .out_retry(format!("jobs.retry@{retry_at}")),
-            );
-        })
-        .with_broker(ZmqQueue::new(ZmqEndpoint::bind(retry_at.clone())), |b| {
-            b.include(work_again.name("jobs.retry"));
-        })
+        .with_broker(
+            net::jobs_queue(ZmqQueue::new(net::dial(jobs_at, &name, "vent")?)),
+            |b| {
+                b.include(
+                    work.name("jobs")
+                        .out_retry(format!("jobs.retry@{retry_at}")),
+                );
+            },
+        )
+        .with_broker(
+            net::tuned(ZmqQueue::new(net::retry_queue(retry_at.clone(), &name)?)),
+            |b| {
+                b.include(work_again.name("jobs.retry"));
+            },
+        )
         .start()
         .await?;
     let hearing = RustStream::new(AppInfo::new("fleet-progress", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(ListenerState { listener }))
-        .with_broker(ZmqFanout::new(ZmqEndpoint::dial(progress_at)), |b| {
-            // Acked always: the destination is there because a dialing registration must name one.
-            b.include(
-                hear.name("progress")
-                    .out_retry(format!("progress.retry@tcp://127.0.0.1:{}", retry_port + 1)),
-            );
-        })
+        .with_broker(
+            net::tuned(ZmqFanout::new(net::dial(progress_at, &name, "vent")?)),
+            |b| {
+                // Acked always: the destination is there because a dialing registration must name one.
+                b.include(
+                    hear.name("progress")
+                        .out_retry(format!("progress.retry@tcp://127.0.0.1:{}", retry_port + 1)),
+                );
+            },
+        )
         .start()
         .await?;
     record(Line {
@@ -528,9 +714,11 @@ async fn sink(args: &Args) -> Result<(), Failure> {
         name: args.text_or("name", "sink"),
     };
     let name = sink.name.clone();
+    let results = net::tuned(ZmqQueue::new(net::serve(bind, "sink")?));
+    watch(results.monitor(), "results", None, Some(name.clone()));
     let running = RustStream::new(AppInfo::new("fleet-sink", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(SinkState { sink }))
-        .with_broker(ZmqQueue::new(ZmqEndpoint::bind(bind)), |b| {
+        .with_broker(results, |b| {
             b.include(collect.name("results"));
         })
         .start()
@@ -692,10 +880,24 @@ struct FaultRun {
     reconnect_after_cut_ms: Option<u64>,
     /// Milliseconds from the sink's restart to the first result of each live worker there.
     reconnect_after_sink_restart_ms: BTreeMap<String, u64>,
+    /// Milliseconds from the cut to the ventilator's jobs queue counting a peer lost, if it
+    /// did while the cut lasted (libzmq's heartbeats; the default backend does not notice).
+    cut_noticed_by_ventilator_ms: Option<u64>,
+    /// The same for the sink's queue.
+    cut_noticed_by_sink_ms: Option<u64>,
+    /// Milliseconds from the restore to the ventilator's jobs queue having as many peers as
+    /// before the cut again, when it had noticed the cut.
+    cut_worker_back_at_ventilator_ms: Option<u64>,
+    /// The same for the sink's queue.
+    cut_worker_back_at_sink_ms: Option<u64>,
+    /// Connections the ventilator's and the sink's sockets refused at their handshake (CURVE).
+    peers_refused: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
 struct Summary {
+    /// The socket backend the fleet ran on: `zeromq` or `libzmq`.
+    backend: &'static str,
     scale: Vec<ScaleRun>,
     faults: Option<FaultRun>,
     expectations: Vec<(String, bool)>,
@@ -752,6 +954,8 @@ struct Windows {
     kill: Option<(String, u64)>,
     cut: Option<(String, u64, u64)>,
     sink: Option<(u64, u64)>,
+    /// When the ventilator counted the cut worker's connection lost, if it did during the cut.
+    cut_noticed: Option<u64>,
 }
 
 impl Windows {
@@ -768,6 +972,14 @@ impl Windows {
     fn in_sink_restart(&self, t: u64) -> bool {
         self.sink
             .is_some_and(|(stop, start)| t + self.margin >= stop && t <= start + self.margin)
+    }
+    /// Sent from shortly before the cut until the ventilator noticed it: while its queue still
+    /// gave the cut worker its share, which went down with the connection.
+    fn before_cut_noticed(&self, t: u64) -> bool {
+        match (&self.cut, self.cut_noticed) {
+            (Some((_, down, _)), Some(noticed)) => t + self.margin >= *down && t <= noticed,
+            _ => false,
+        }
     }
     fn killed(&self, worker: &str) -> bool {
         self.kill.as_ref().is_some_and(|(w, _)| w == worker)
@@ -810,20 +1022,70 @@ fn cause(lines: &[&Line], id: u64, sent_at: u64, w: &Windows) -> &'static str {
     if w.near_kill(sent_at) {
         return "killed worker: sent around its death, never handled";
     }
-    if w.in_cut(sent_at) {
+    if w.cut_noticed.is_some() {
+        // The connection was cut: only what was sent before the ventilator noticed went with it.
+        if w.before_cut_noticed(sent_at) {
+            return "cut connection: sent before the ventilator noticed the cut, never handled";
+        }
+    } else if w.in_cut(sent_at) {
         return "cut link: in flight on it, never handled";
     }
     "unexplained: sent, never handled"
 }
 
+/// What a broker's monitor (`peers` lines) said of a cut from `down` to `up`: when it first
+/// counted a peer lost during the cut, and how many milliseconds after `up` it had as many peers
+/// as before the cut again. `whose` picks the process's lines.
+fn around_the_cut(
+    lines: &[Line],
+    broker: &str,
+    whose: impl Fn(&Line) -> bool,
+    down: u64,
+    up: u64,
+) -> (Option<u64>, Option<u64>) {
+    let mut seen: Vec<&Line> = lines
+        .iter()
+        .filter(|l| l.ev == "peers" && l.broker.as_deref() == Some(broker) && whose(l))
+        .collect();
+    seen.sort_by_key(|l| l.t);
+    let Some(before) = seen.iter().rev().find(|l| l.t <= down).copied() else {
+        return (None, None);
+    };
+    // The same process's lines only (a restarted sink writes its own).
+    seen.retain(|l| l.sink == before.sink);
+    let (lost, connected) = (before.lost.unwrap_or(0), before.connected.unwrap_or(0));
+    let noticed = seen
+        .iter()
+        .find(|l| l.t > down && l.t <= up && l.lost.unwrap_or(0) > lost)
+        .map(|l| l.t);
+    let back = noticed.and_then(|_| {
+        seen.iter()
+            .find(|l| l.t >= up && l.connected.unwrap_or(0) >= connected)
+            .map(|l| l.t - up)
+    });
+    (noticed, back)
+}
+
 fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
+    let cut = moment(lines, "cut").and_then(|down| {
+        let up = moment(lines, "restore")?;
+        Some((down.worker.clone().unwrap_or_default(), down.t, up.t))
+    });
+    let of_vent = |l: &Line| l.run.as_deref() == Some(run);
+    let of_sink = |l: &Line| l.sink.is_some();
+    let (vent_noticed, vent_back, sink_noticed, sink_back) = match &cut {
+        Some((_, down, up)) => {
+            let (vent_noticed, vent_back) = around_the_cut(lines, "jobs", of_vent, *down, *up);
+            let (sink_noticed, sink_back) = around_the_cut(lines, "results", of_sink, *down, *up);
+            (vent_noticed, vent_back, sink_noticed, sink_back)
+        }
+        None => (None, None, None, None),
+    };
     let windows = Windows {
+        cut_noticed: vent_noticed,
         margin,
         kill: moment(lines, "kill").map(|l| (l.worker.clone().unwrap_or_default(), l.t)),
-        cut: moment(lines, "cut").and_then(|down| {
-            let up = moment(lines, "restore")?;
-            Some((down.worker.clone().unwrap_or_default(), down.t, up.t))
-        }),
+        cut,
         sink: moment(lines, "sink_stop")
             .and_then(|stop| Some((stop.t, moment(lines, "sink_start")?.t))),
     };
@@ -841,10 +1103,32 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
         .filter(|l| l.ev == "result" && !l.probe)
         .collect();
     let collected: BTreeSet<u64> = results.iter().filter_map(|l| l.id).collect();
+    let since_cut = |noticed: Option<u64>| {
+        let down = windows.cut.as_ref().map_or(0, |c| c.1);
+        noticed.map(|t| t - down)
+    };
     let mut f = FaultRun {
         sent: sent.len(),
         collected: collected.len(),
         duplicated: results.len() - collected.len(),
+        cut_noticed_by_ventilator_ms: since_cut(vent_noticed),
+        cut_noticed_by_sink_ms: since_cut(sink_noticed),
+        cut_worker_back_at_ventilator_ms: vent_back,
+        cut_worker_back_at_sink_ms: sink_back,
+        peers_refused: {
+            // Each monitor's count, as it last said it, summed over the monitors.
+            let mut last: BTreeMap<(Option<&str>, Option<&str>), u64> = BTreeMap::new();
+            for l in lines
+                .iter()
+                .filter(|l| l.ev == "peers" && (of_vent(l) || of_sink(l)))
+            {
+                let seen = last
+                    .entry((l.broker.as_deref(), l.sink.as_deref()))
+                    .or_default();
+                *seen = (*seen).max(l.refused.unwrap_or(0));
+            }
+            last.values().sum()
+        },
         ..FaultRun::default()
     };
     // A job handled to the end twice, by one worker or two, is a duplicate even if the sink
@@ -992,6 +1276,12 @@ fn report(args: &Args) -> Result<(), Failure> {
                 (up - down) as f64 / 1000.0
             );
         }
+        #[cfg(feature = "libzmq")]
+        println!(
+            "  libzmq backend: CURVE on every connection, heartbeats every {} ms, a silent peer cut after {} ms",
+            net::HEARTBEAT_INTERVAL.as_millis(),
+            net::HEARTBEAT_TIMEOUT.as_millis()
+        );
         if let Some((stop, start)) = w.sink {
             println!(
                 "  the sink stopped and restarted {:.1} s later",
@@ -1033,7 +1323,33 @@ fn report(args: &Args) -> Result<(), Failure> {
                 }
                 None => println!("  no result from the cut worker after its link came back"),
             }
+            let noticed = |by: &str, ms: Option<u64>, back: Option<u64>| match (ms, back) {
+                (Some(ms), Some(back)) => println!(
+                    "  the {by} noticed the cut worker's connection lost {ms} ms after the cut; the worker connected to it again {back} ms after its link came back"
+                ),
+                (Some(ms), None) => println!(
+                    "  the {by} noticed the cut worker's connection lost {ms} ms after the cut; it did not connect again"
+                ),
+                (None, _) => println!(
+                    "  the {by} did not notice the cut while it lasted: its connection to the cut worker stayed open"
+                ),
+            };
+            noticed(
+                "ventilator",
+                f.cut_noticed_by_ventilator_ms,
+                f.cut_worker_back_at_ventilator_ms,
+            );
+            noticed(
+                "sink",
+                f.cut_noticed_by_sink_ms,
+                f.cut_worker_back_at_sink_ms,
+            );
         }
+        #[cfg(feature = "libzmq")]
+        println!(
+            "  connections refused at their CURVE handshake: {}",
+            f.peers_refused
+        );
         if w.sink.is_some() {
             println!(
                 "  first result at the restarted sink, per worker (ms after it started): {}",
@@ -1112,8 +1428,40 @@ fn report(args: &Args) -> Result<(), Failure> {
                 f.reconnect_after_cut_ms.is_some(),
             );
         }
+        #[cfg(feature = "libzmq")]
+        {
+            // A heartbeat goes out every interval; a peer silent for the timeout after one is
+            // cut. The monitor is read every 20 ms: a second covers that and a loaded machine.
+            let limit = (net::HEARTBEAT_INTERVAL + net::HEARTBEAT_TIMEOUT).as_millis() + 1_000;
+            let limit = u64::try_from(limit).unwrap_or(u64::MAX);
+            if w.cut.is_some() {
+                expect(
+                    format!(
+                        "libzmq: the ventilator noticed the cut worker gone within {limit} ms of the cut"
+                    ),
+                    f.cut_noticed_by_ventilator_ms.is_some_and(|ms| ms <= limit),
+                );
+                expect(
+                    format!(
+                        "libzmq: the sink noticed the cut worker gone within {limit} ms of the cut"
+                    ),
+                    f.cut_noticed_by_sink_ms.is_some_and(|ms| ms <= limit),
+                );
+                expect(
+                    "libzmq: the cut worker connected to the ventilator and the sink again"
+                        .to_owned(),
+                    f.cut_worker_back_at_ventilator_ms.is_some()
+                        && f.cut_worker_back_at_sink_ms.is_some(),
+                );
+            }
+            expect(
+                "libzmq: CURVE refused no connection of the fleet's hosts".to_owned(),
+                f.peers_refused == 0,
+            );
+        }
         summary.faults = Some(f);
     }
+    summary.backend = net::BACKEND;
     summary.scale = scale;
     summary.expectations = expectations;
     println!("expectations:");

@@ -5,12 +5,19 @@
 # a worker's link cut and restored, the sink restarted, and a worker whose jobs fail and come back
 # through its own retry queue. It prints a report and exits non-zero when an expectation fails.
 #
-#   scripts/fleet.sh [--short] [--bin PATH] [--dir DIR] [--summary FILE]
+#   scripts/fleet.sh [--short] [--features LIST] [--bin PATH] [--dir DIR] [--summary FILE]
 #
 # --short   about 30 s in all (the test suite runs this); without it, about 100 s
+# --features the crate's features to build the fleet with (`libzmq`: the libzmq backend)
 # --bin     the fleet binary (default: built with `cargo build --example fleet`)
 # --dir     where each process's record (JSON lines) and log go (default: a fresh temp dir)
 # --summary where the report's figures go, as JSON
+#
+# On the libzmq backend (the binary says which it was built with: `fleet backend`) every
+# connection speaks CURVE and heartbeats every 500 ms: the script makes a key pair for the
+# ventilator, the sink and each worker with pyzmq (`zmq.curve_keypair()`, libzmq's generator;
+# the interpreter in $RUSTSTREAM_ZMQ_PYTHON, else .venv/bin/python as scripts/test.sh makes it,
+# else python3) and hands them over in environment variables.
 #
 # Needs root (namespaces) and iproute2. Every namespace it makes lives under a name with this
 # run's pid in it, inside a namespace of its own acting as the switch, so the root namespace's
@@ -19,12 +26,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 short=0
+features=""
 bin=""
 dir=""
 summary=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
+        --features) features="$2"; shift ;;
         --bin) bin="$2"; shift ;;
         --dir) dir="$2"; shift ;;
         --summary) summary="$2"; shift ;;
@@ -38,13 +47,42 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 if [ -z "$bin" ]; then
-    cargo build --quiet --example fleet
+    cargo build --quiet --example fleet ${features:+--features "$features"}
     bin="${CARGO_TARGET_DIR:-target}/debug/examples/fleet"
 fi
 bin="$(realpath "$bin")"
 [ -n "$dir" ] || dir="$(mktemp -d /tmp/fleet.XXXXXX)"
 mkdir -p "$dir"
 [ -n "$summary" ] || summary="$dir/summary.json"
+backend="$("$bin" backend)"
+
+if [ "$backend" = libzmq ]; then
+    python=""
+    for candidate in "${RUSTSTREAM_ZMQ_PYTHON:-}" .venv/bin/python python3; do
+        if [ -n "$candidate" ] && "$candidate" -c 'import zmq' 2>/dev/null; then
+            python="$candidate"
+            break
+        fi
+    done
+    if [ -z "$python" ]; then
+        echo "fleet.sh: the libzmq fleet needs CURVE keys, made with pyzmq: none found" \
+            "(\$RUSTSTREAM_ZMQ_PYTHON, .venv/bin/python, python3); scripts/test.sh installs it in .venv" >&2
+        exit 2
+    fi
+    # FLEET_<WHO>_PUBLIC and FLEET_<WHO>_SECRET, Z85; FLEET_CLIENTS: the workers' public keys.
+    clients=""
+    while read -r who public secret; do
+        export "FLEET_${who}_PUBLIC=$public" "FLEET_${who}_SECRET=$secret"
+        case "$who" in W*) clients="${clients:+$clients,}$public" ;; esac
+    done < <("$python" -c '
+import zmq
+for who in ["VENT", "SINK", "W1", "W2", "W3", "W4"]:
+    public, secret = zmq.curve_keypair()
+    print(who, public.decode(), secret.decode())
+')
+    export FLEET_CLIENTS="$clients"
+    [ -n "${FLEET_W4_SECRET:-}" ] || { echo "fleet.sh: $python made no keys" >&2; exit 2; }
+fi
 
 if [ "$short" = 1 ]; then
     scale_jobs=400      # per scale-out run
@@ -111,6 +149,11 @@ for h in "${hosts[@]}"; do
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
 done
+if [ "$backend" = libzmq ]; then
+    say "backend: libzmq, CURVE keys made for the ventilator, the sink and 4 workers"
+else
+    say "backend: $backend"
+fi
 say "${#hosts[@]} hosts on a bridge: $(for h in "${hosts[@]}"; do printf '%s=%s ' "$h" "${addr[$h]}"; done)"
 
 jobs_at="tcp://${addr[vent]}:5550"

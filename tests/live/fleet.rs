@@ -2,6 +2,10 @@
 //! and runs `examples/fleet.rs` on them, through a killed worker, a cut link, a restarted sink and
 //! retry copies; this test holds its counts to the at-most-once promise.
 //!
+//! Built with the `libzmq` feature, the fleet runs on libzmq with CURVE and heartbeats on: the
+//! ventilator must notice the cut worker gone within the heartbeat's timeout, and the only loss
+//! the cut may add is what it sent on the cut connection before it noticed.
+//!
 //! It needs root (namespaces). Where they cannot be made, it says so on stderr and passes
 //! without running: that is the only way it skips.
 
@@ -18,6 +22,13 @@ const SCALE_JOBS: u64 = 400;
 const FAULT_JOBS: u64 = 4_000;
 /// The fault run's rate: losses stay within one second of the stream.
 const RATE: u64 = 200;
+/// The live workers when the link is cut (one was killed before): each gets a third of it.
+#[cfg(feature = "libzmq")]
+const LIVE_AT_THE_CUT: u64 = 3;
+/// The fleet's heartbeat on libzmq (`examples/fleet.rs`): every 500 ms, cut after 2 s of
+/// silence. The monitor is read every 20 ms; one more second covers a loaded machine.
+#[cfg(feature = "libzmq")]
+const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
 
 /// Why namespaces cannot be made here, if they cannot.
 fn namespaces_unavailable() -> Option<String> {
@@ -76,6 +87,12 @@ fn fleet_binary() -> PathBuf {
     }
     if cfg!(feature = "asyncapi") {
         features.push("asyncapi");
+    }
+    if cfg!(feature = "metrics") {
+        features.push("metrics");
+    }
+    if cfg!(feature = "libzmq") {
+        features.push("libzmq");
     }
     let out = Command::new(env!("CARGO"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -146,6 +163,16 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         &std::fs::read(&summary_path).expect("the script wrote its summary"),
     )
     .expect("the summary is JSON");
+    let backend = if cfg!(feature = "libzmq") {
+        "libzmq"
+    } else {
+        "zeromq"
+    };
+    assert_eq!(
+        summary["backend"].as_str(),
+        Some(backend),
+        "the fleet ran on this build's backend"
+    );
 
     // Scale-out: every job of each run collected once, with 1, 2 and 4 workers.
     let scale = summary["scale"].as_array().expect("scale runs");
@@ -186,10 +213,48 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         lost,
         "every loss counted under one cause: {causes:#?}"
     );
+    // The cut connection's losses, libzmq only: the default backend keeps the connection
+    // through the cut, and loses nothing to it.
+    let cut_connection: u64 = causes
+        .iter()
+        .filter(|(cause, _)| cause.starts_with("cut connection"))
+        .filter_map(|(_, n)| n.as_u64())
+        .sum();
     assert!(
-        lost <= RATE,
+        lost - cut_connection <= RATE,
         "the faults cost at most a second of the stream, {lost} jobs lost: {causes:#?}"
     );
+    #[cfg(not(feature = "libzmq"))]
+    {
+        assert_eq!(cut_connection, 0, "{causes:#?}");
+        assert!(
+            faults["cut_noticed_by_ventilator_ms"].is_null(),
+            "without heartbeats the cut goes unnoticed while it lasts: {faults:#}"
+        );
+    }
+    #[cfg(feature = "libzmq")]
+    {
+        // Heartbeats: the ventilator and the sink cut the silent worker's connection within
+        // the timeout, and it connects again once its link is back.
+        let noticed = number(faults, "/cut_noticed_by_ventilator_ms");
+        assert!(
+            noticed <= NOTICED_WITHIN_MS,
+            "the ventilator noticed the cut {noticed} ms after it: {faults:#}"
+        );
+        assert!(number(faults, "/cut_noticed_by_sink_ms") <= NOTICED_WITHIN_MS);
+        number(faults, "/cut_worker_back_at_ventilator_ms");
+        number(faults, "/cut_worker_back_at_sink_ms");
+        // What went down with the connection: the cut worker's share of the stream until the
+        // ventilator noticed, and a second more (what was in flight when the link went down).
+        let share = RATE * (noticed + 1_000) / 1_000 / LIVE_AT_THE_CUT;
+        assert!(
+            cut_connection <= share,
+            "the cut connection lost {cut_connection} jobs, more than the cut worker's share \
+             ({share}) of the stream until it was noticed: {causes:#?}"
+        );
+        // CURVE: every host was admitted.
+        assert_eq!(number(faults, "/peers_refused"), 0, "{faults:#}");
+    }
     // Retry copies: some went out, every one of a live worker came back.
     let scheduled = number(faults, "/retry_copies_scheduled");
     assert!(scheduled > 0, "w4 failed jobs and sent itself copies");
