@@ -48,6 +48,7 @@ mod raw;
 mod raw;
 
 use std::{
+    alloc::{GlobalAlloc, Layout, System},
     convert::Infallible,
     sync::{
         Arc, LazyLock, OnceLock,
@@ -65,6 +66,41 @@ use ruststream_zmq::{ZmqPublisher, prelude::*, wire};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tracing_subscriber::{EnvFilter, Registry, layer::SubscriberExt, reload};
+
+/// Counts the heap allocations of Rust code (the crate, the `zeromq` client, the framework,
+/// serde, the bench itself); libzmq's own `malloc` calls, in C, are not seen.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 /// `[name][headers][payload]`, as a raw peer sends it.
 type Frames = [Bytes; 3];
@@ -378,6 +414,8 @@ struct Run {
     rate: f64,
     /// Process CPU time per message, µs.
     cpu_us: f64,
+    /// Heap allocations (and reallocations) of Rust code per message, the whole process.
+    allocs: f64,
     latencies: Option<(Duration, Duration)>,
     /// Peak resident set over the run, less the resident set at its start, KiB.
     peak_growth_kib: f64,
@@ -387,6 +425,7 @@ struct Run {
 
 struct Meter {
     started: Instant,
+    allocations: u64,
     cpu: Duration,
     rss_kib: u64,
 }
@@ -397,6 +436,7 @@ impl Meter {
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         Self {
             started: Instant::now(),
+            allocations: ALLOCATIONS.load(Ordering::Relaxed),
             cpu: cpu_time(),
             rss_kib: status_kib("VmRSS:").unwrap_or(0),
         }
@@ -404,11 +444,13 @@ impl Meter {
 
     fn stop(&self, messages: u64) -> Run {
         let took = self.started.elapsed();
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - self.allocations;
         let cpu = cpu_time().saturating_sub(self.cpu);
         let peak = status_kib("VmHWM:").unwrap_or(0);
         Run {
             rate: messages as f64 / took.as_secs_f64(),
             cpu_us: cpu.as_secs_f64() * 1e6 / messages as f64,
+            allocs: allocations as f64 / messages as f64,
             latencies: None,
             peak_growth_kib: peak.saturating_sub(self.rss_kib) as f64,
             fields: Vec::new(),
@@ -1105,6 +1147,7 @@ fn micros(value: Duration) -> String {
 struct Summary {
     rate: f64,
     cpu_us: f64,
+    allocs: f64,
     latencies: Option<(Duration, Duration)>,
     peak_mb: f64,
     fields: Vec<(&'static str, f64)>,
@@ -1128,6 +1171,7 @@ fn summarize(runs: &[Run]) -> Summary {
     Summary {
         rate: median(runs.iter().map(|run| run.rate).collect()),
         cpu_us: median(runs.iter().map(|run| run.cpu_us).collect()),
+        allocs: median(runs.iter().map(|run| run.allocs).collect()),
         latencies,
         peak_mb: median(runs.iter().map(|run| run.peak_growth_kib).collect()) / 1024.0,
         fields,
@@ -1142,9 +1186,9 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
     );
     println!();
     println!(
-        "| scenario | measured | baseline | ratio | CPU µs/msg, measured / baseline (x) | p50 / p99, measured | p50 / p99, baseline | peak RSS growth, MB |"
+        "| scenario | measured | baseline | ratio | CPU µs/msg, measured / baseline (x) | allocations/msg | p50 / p99, measured | p50 / p99, baseline | peak RSS growth, MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (scenario, n, measured, baseline) in results {
         let what = scenario.what.replace("{n}", &thousands(*n));
         let m = summarize(measured);
@@ -1173,13 +1217,15 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
                 })
             };
             println!(
-                "| {what} | {label}: {}/s | {base_label}: {}/s | {:.2} | {:.2} / {:.2} ({:.2} x) | {} | {} | {:.1} / {:.1} |",
+                "| {what} | {label}: {}/s | {base_label}: {}/s | {:.2} | {:.2} / {:.2} ({:.2} x) | {:.1} / {:.1} | {} | {} | {:.1} / {:.1} |",
                 rate(m.rate),
                 rate(b.rate),
                 m.rate / b.rate,
                 m.cpu_us,
                 b.cpu_us,
                 m.cpu_us / b.cpu_us,
+                m.allocs,
+                b.allocs,
                 lat(&m),
                 lat(&b),
                 m.peak_mb,
@@ -1192,9 +1238,10 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
                 format!("{what}: {fields}")
             };
             println!(
-                "| {what} | {label}: {}/s | - | - | {:.2} | {} | - | {:.1} |",
+                "| {what} | {label}: {}/s | - | - | {:.2} | {:.1} | {} | - | {:.1} |",
                 rate(m.rate),
                 m.cpu_us,
+                m.allocs,
                 lat(&m),
                 m.peak_mb,
             );
@@ -1356,12 +1403,13 @@ fn main() {
                     scenario.sides.0
                 };
                 println!(
-                    "run {}/{reps} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg{}{}",
+                    "run {}/{reps} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg {:6.1} allocs/msg{}{}",
                     rep + 1,
                     scenario.name,
                     label,
                     rate(run.rate),
                     run.cpu_us,
+                    run.allocs,
                     run.latencies.map_or(String::new(), |(p50, p99)| format!(
                         " p50 {} p99 {}",
                         micros(p50),
