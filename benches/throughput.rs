@@ -259,7 +259,11 @@ impl AppState {
 
 /// The queue's handler: reads the header, decodes the JSON, acks.
 #[subscriber]
-async fn on_job(job: &Job, Headers(tenant): Headers<Tenant>, State(tally): State<Tally>) -> HandlerOutcome {
+async fn on_job(
+    job: &Job,
+    Headers(tenant): Headers<Tenant>,
+    State(tally): State<Tally>,
+) -> HandlerOutcome {
     std::hint::black_box(&tenant.tenant);
     tally.hit(job.id);
     HandlerOutcome::ack()
@@ -289,7 +293,10 @@ async fn on_burst(
         tally.hit(WARM_UP);
         return HandlerOutcome::ack();
     }
-    let Some(slot) = usize::try_from(job.id).ok().filter(|&at| at < burst.first.len()) else {
+    let Some(slot) = usize::try_from(job.id)
+        .ok()
+        .filter(|&at| at < burst.first.len())
+    else {
         return HandlerOutcome::ack();
     };
     if retries.retry_count.is_none() {
@@ -416,6 +423,9 @@ struct Run {
     cpu_us: f64,
     /// Heap allocations (and reallocations) of Rust code per message, the whole process.
     allocs: f64,
+    /// Context switches of the process's threads per message: how often a thread parked and
+    /// was woken, the cost of a hop between tasks or threads that finds the other side asleep.
+    switches: f64,
     latencies: Option<(Duration, Duration)>,
     /// Peak resident set over the run, less the resident set at its start, KiB.
     peak_growth_kib: f64,
@@ -426,6 +436,7 @@ struct Run {
 struct Meter {
     started: Instant,
     allocations: u64,
+    switches: u64,
     cpu: Duration,
     rss_kib: u64,
 }
@@ -437,6 +448,7 @@ impl Meter {
         Self {
             started: Instant::now(),
             allocations: ALLOCATIONS.load(Ordering::Relaxed),
+            switches: context_switches(),
             cpu: cpu_time(),
             rss_kib: status_kib("VmRSS:").unwrap_or(0),
         }
@@ -445,12 +457,14 @@ impl Meter {
     fn stop(&self, messages: u64) -> Run {
         let took = self.started.elapsed();
         let allocations = ALLOCATIONS.load(Ordering::Relaxed) - self.allocations;
+        let switches = context_switches().saturating_sub(self.switches);
         let cpu = cpu_time().saturating_sub(self.cpu);
         let peak = status_kib("VmHWM:").unwrap_or(0);
         Run {
             rate: messages as f64 / took.as_secs_f64(),
             cpu_us: cpu.as_secs_f64() * 1e6 / messages as f64,
             allocs: allocations as f64 / messages as f64,
+            switches: switches as f64 / messages as f64,
             latencies: None,
             peak_growth_kib: peak.saturating_sub(self.rss_kib) as f64,
             fields: Vec::new(),
@@ -468,8 +482,35 @@ fn cpu_time() -> Duration {
         .rsplit_once(')')
         .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
     // `utime` and `stime` are the 14th and 15th fields, the 12th and 13th after the command.
-    let ticks = |at: usize| fields.get(at).and_then(|f| f.parse::<u32>().ok()).unwrap_or(0);
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|f| f.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
     TICK * (ticks(11) + ticks(12))
+}
+
+/// The context switches, voluntary and not, of the process's living threads.
+fn context_switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    key.ends_with("ctxt_switches")
+                        .then(|| value.trim().parse::<u64>().ok())
+                        .flatten()
+                })
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }
 
 /// A `/proc/self/status` figure in KiB (`VmRSS:`, `VmHWM:`).
@@ -605,8 +646,8 @@ fn publish_all(
             let [_, _, payload] = make(id);
             let mut headers = HeaderMap::new();
             headers.insert("x-tenant", "acme");
-            let msg = OutgoingMessage::produced(name, BytesMut::from(&payload[..]))
-                .with_headers(headers);
+            let msg =
+                OutgoingMessage::produced(name, BytesMut::from(&payload[..])).with_headers(headers);
             publisher.publish(msg, None).await.expect("the publish");
         }
     })
@@ -642,15 +683,12 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
             .await
             .unwrap();
         let publisher = peer.publisher();
-        warm_up!(
-            [&tally],
-            async {
-                publisher
-                    .publish(crate_message(make(WARM_UP)), None)
-                    .await
-                    .unwrap();
-            }
-        );
+        warm_up!([&tally], async {
+            publisher
+                .publish(crate_message(make(WARM_UP)), None)
+                .await
+                .unwrap();
+        });
         tally.arm(messages);
         let meter = Meter::start();
         let sending = publish_all(publisher, 0..messages, make, "jobs");
@@ -669,7 +707,10 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         run.fields = vec![
             ("RSS before, MB", before as f64 / 1024.0),
             ("RSS after a tenth, MB", early as f64 / 1024.0),
-            ("RSS at the end, MB", status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0),
+            (
+                "RSS at the end, MB",
+                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0,
+            ),
         ];
     }
     running.shutdown().await.unwrap();
@@ -767,7 +808,10 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     if probe {
         run.fields = vec![
             ("RSS after a tenth, MB", early.unwrap_or(0) as f64 / 1024.0),
-            ("RSS at the end, MB", status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0),
+            (
+                "RSS at the end, MB",
+                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0,
+            ),
         ];
     }
     running.shutdown().await.unwrap();
@@ -874,7 +918,10 @@ async fn crate_retry_burst(messages: u64) -> Run {
     let (mut early, mut lost, mut late) = (0_u64, 0_u64, Vec::new());
     let (mut first_min, mut first_max) = (u64::MAX, 0);
     for (first, second) in burst.first.iter().zip(&burst.second) {
-        let (first, second) = (first.load(Ordering::Relaxed), second.load(Ordering::Relaxed));
+        let (first, second) = (
+            first.load(Ordering::Relaxed),
+            second.load(Ordering::Relaxed),
+        );
         if first == 0 || second == 0 {
             lost += 1;
             continue;
@@ -916,7 +963,11 @@ async fn raw_queue(messages: u64, make: fn(u64) -> Frames, work: fn(&Tally) -> W
     let sending = pusher.send_all(0..messages, make);
     let complete = tally.wait(Duration::from_secs(10)).await;
     let run = meter.stop(messages);
-    assert!(complete, "the raw PULL read {} of {messages}", tally.count());
+    assert!(
+        complete,
+        "the raw PULL read {} of {messages}",
+        tally.count()
+    );
     sending.await.unwrap().close().await;
     sink.close().await;
     run
@@ -1058,7 +1109,9 @@ async fn run_side(scenario: &Scenario, baseline: bool, n: u64) -> Run {
         ("sender", _) => raw_queue(n, job_frames, raw_count_only).await,
         ("queue", false) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
         ("queue", true) => raw_queue(n, job_frames, raw_job).await,
-        ("queue-publisher", false) => crate_queue(n, Body::Small, Feed::CratePublisher, false).await,
+        ("queue-publisher", false) => {
+            crate_queue(n, Body::Small, Feed::CratePublisher, false).await
+        }
         ("queue-publisher", true) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
         ("rr1", false) => crate_request_reply(n, 1, false).await,
         ("rr1", true) => raw_request_reply(n, 1).await,
@@ -1148,6 +1201,7 @@ struct Summary {
     rate: f64,
     cpu_us: f64,
     allocs: f64,
+    switches: f64,
     latencies: Option<(Duration, Duration)>,
     peak_mb: f64,
     fields: Vec<(&'static str, f64)>,
@@ -1165,13 +1219,19 @@ fn summarize(runs: &[Run]) -> Summary {
             .fields
             .iter()
             .enumerate()
-            .map(|(at, (name, _))| (*name, median(runs.iter().map(|run| run.fields[at].1).collect())))
+            .map(|(at, (name, _))| {
+                (
+                    *name,
+                    median(runs.iter().map(|run| run.fields[at].1).collect()),
+                )
+            })
             .collect()
     });
     Summary {
         rate: median(runs.iter().map(|run| run.rate).collect()),
         cpu_us: median(runs.iter().map(|run| run.cpu_us).collect()),
         allocs: median(runs.iter().map(|run| run.allocs).collect()),
+        switches: median(runs.iter().map(|run| run.switches).collect()),
         latencies,
         peak_mb: median(runs.iter().map(|run| run.peak_growth_kib).collect()) / 1024.0,
         fields,
@@ -1186,16 +1246,17 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
     );
     println!();
     println!(
-        "| scenario | measured | baseline | ratio | CPU µs/msg, measured / baseline (x) | allocations/msg | p50 / p99, measured | p50 / p99, baseline | peak RSS growth, MB |"
+        "| scenario | measured | baseline | ratio | CPU µs/msg, measured / baseline (x) | allocations/msg | context switches/msg | p50 / p99, measured | p50 / p99, baseline | peak RSS growth, MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (scenario, n, measured, baseline) in results {
         let what = scenario.what.replace("{n}", &thousands(*n));
         let m = summarize(measured);
         let (label, base_label) = scenario.sides;
         let lat = |s: &Summary| {
-            s.latencies
-                .map_or("-".to_owned(), |(p50, p99)| format!("{} / {}", micros(p50), micros(p99)))
+            s.latencies.map_or("-".to_owned(), |(p50, p99)| {
+                format!("{} / {}", micros(p50), micros(p99))
+            })
         };
         let fields = m
             .fields
@@ -1217,7 +1278,7 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
                 })
             };
             println!(
-                "| {what} | {label}: {}/s | {base_label}: {}/s | {:.2} | {:.2} / {:.2} ({:.2} x) | {:.1} / {:.1} | {} | {} | {:.1} / {:.1} |",
+                "| {what} | {label}: {}/s | {base_label}: {}/s | {:.2} | {:.2} / {:.2} ({:.2} x) | {:.1} / {:.1} | {:.2} / {:.2} | {} | {} | {:.1} / {:.1} |",
                 rate(m.rate),
                 rate(b.rate),
                 m.rate / b.rate,
@@ -1226,6 +1287,8 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
                 m.cpu_us / b.cpu_us,
                 m.allocs,
                 b.allocs,
+                m.switches,
+                b.switches,
                 lat(&m),
                 lat(&b),
                 m.peak_mb,
@@ -1238,10 +1301,11 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
                 format!("{what}: {fields}")
             };
             println!(
-                "| {what} | {label}: {}/s | - | - | {:.2} | {:.1} | {} | - | {:.1} |",
+                "| {what} | {label}: {}/s | - | - | {:.2} | {:.1} | {:.2} | {} | - | {:.1} |",
                 rate(m.rate),
                 m.cpu_us,
                 m.allocs,
+                m.switches,
                 lat(&m),
                 m.peak_mb,
             );
@@ -1350,6 +1414,8 @@ fn main() {
         return;
     }
     let mut reps = 3_usize;
+    // `--only measured` or `--only baseline`: one side alone, for a profiler around the process.
+    let mut only: Option<bool> = None;
     let mut scale = 1.0_f64;
     let mut names = Vec::new();
     let mut rest = args.iter();
@@ -1358,6 +1424,13 @@ fn main() {
             "--bench" => {}
             "--reps" => reps = rest.next().and_then(|n| n.parse().ok()).expect("--reps N"),
             "--scale" => scale = rest.next().and_then(|n| n.parse().ok()).expect("--scale F"),
+            "--only" => {
+                only = match rest.next().map(String::as_str) {
+                    Some("measured") => Some(false),
+                    Some("baseline") => Some(true),
+                    _ => panic!("--only measured|baseline"),
+                };
+            }
             "list" => {
                 for scenario in SCENARIOS {
                     println!("{:16} {}", scenario.name, scenario.what);
@@ -1396,6 +1469,9 @@ fn main() {
                 (true, _) => &[true, false],
             };
             for &side in order {
+                if only.is_some_and(|only| only != side) {
+                    continue;
+                }
                 let run = runtime.block_on(run_side(scenario, side, *n));
                 let label = if side {
                     scenario.sides.1.unwrap_or("-")
@@ -1403,13 +1479,14 @@ fn main() {
                     scenario.sides.0
                 };
                 println!(
-                    "run {}/{reps} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg {:6.1} allocs/msg{}{}",
+                    "run {}/{reps} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg {:6.1} allocs/msg {:6.2} switches/msg{}{}",
                     rep + 1,
                     scenario.name,
                     label,
                     rate(run.rate),
                     run.cpu_us,
                     run.allocs,
+                    run.switches,
                     run.latencies.map_or(String::new(), |(p50, p99)| format!(
                         " p50 {} p99 {}",
                         micros(p50),
@@ -1420,7 +1497,11 @@ fn main() {
                         .map(|(name, value)| format!("; {name} {value:.1}"))
                         .collect::<String>(),
                 );
-                if side { baseline.push(run) } else { measured.push(run) }
+                if side {
+                    baseline.push(run)
+                } else {
+                    measured.push(run)
+                }
             }
         }
     }

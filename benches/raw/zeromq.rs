@@ -43,7 +43,10 @@ impl Pusher {
     pub fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
         tokio::spawn(async move {
             for id in ids {
-                self.0.send(message(make(id))).await.expect("the PUSH sends");
+                self.0
+                    .send(message(make(id)))
+                    .await
+                    .expect("the PUSH sends");
             }
             self
         })
@@ -181,11 +184,7 @@ impl Asker {
     }
 
     /// Asks `ids`, `window` at a time; answers the asker and each request's round trip.
-    pub fn run(
-        mut self,
-        ids: Range<u64>,
-        window: u64,
-    ) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
+    pub fn run(mut self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
         tokio::spawn(async move {
             let first = ids.start;
             let total = ids.end - ids.start;
