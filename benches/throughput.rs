@@ -429,6 +429,8 @@ struct Run {
     latencies: Option<(Duration, Duration)>,
     /// Peak resident set over the run, less the resident set at its start, KiB.
     peak_growth_kib: f64,
+    /// Peak resident set over the run, KiB.
+    peak_kib: f64,
     /// Figures of their own (name, value), for the crate-only rows.
     fields: Vec<(&'static str, f64)>,
 }
@@ -441,8 +443,25 @@ struct Meter {
     rss_kib: u64,
 }
 
+/// Hands the heap's free pages back to the system (glibc), so that a run's resident set starts
+/// from what is live rather than from what earlier runs left free.
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's `malloc_trim` takes a padding size and touches only the allocator's
+        // free lists.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 impl Meter {
     fn start() -> Self {
+        trim_heap();
         // Resets `VmHWM` to the resident set now (Linux 4.0 and later).
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         Self {
@@ -467,6 +486,7 @@ impl Meter {
             switches: switches as f64 / messages as f64,
             latencies: None,
             peak_growth_kib: peak.saturating_sub(self.rss_kib) as f64,
+            peak_kib: peak as f64,
             fields: Vec::new(),
         }
     }
@@ -666,6 +686,7 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         Body::Small => job_frames,
         Body::Big => big_frames,
     };
+    trim_heap();
     let before = status_kib("VmRSS:").unwrap_or(0);
     let (meter, done, feeder) = if feed == Feed::RawPush {
         let mut pusher = raw::Pusher::dial(&address).await;
@@ -945,6 +966,7 @@ async fn crate_retry_burst(messages: u64) -> Run {
             first_max.saturating_sub(first_min) as f64 / 1e6,
         ),
         ("peak RSS growth, MB", run.peak_growth_kib / 1024.0),
+        ("peak RSS, MB", run.peak_kib / 1024.0),
     ];
     running.shutdown().await.unwrap();
     run
@@ -1460,6 +1482,9 @@ fn main() {
             (s, n, Vec::new(), Vec::new())
         })
         .collect();
+    // One run thrown away, so that the first measured run does not pay for the process's
+    // first sockets, threads and heap.
+    runtime.block_on(raw_queue(50_000, job_frames, raw_job));
     for rep in 0..reps {
         for (scenario, n, measured, baseline) in &mut results {
             // Interleaved: the measured side first on even repetitions, second on odd ones.
