@@ -443,8 +443,9 @@ struct Meter {
     rss_kib: u64,
 }
 
-/// Hands the heap's free pages back to the system (glibc), so that a run's resident set starts
-/// from what is live rather than from what earlier runs left free.
+/// Hands the heap's free pages back to the system (glibc), so that a resident set read next is
+/// what is live rather than what earlier runs left free. Before every run, and before each
+/// reading of the RSS rows (after a tenth, at the end).
 fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -693,11 +694,15 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         warm_up!([&tally], pusher.send(make(WARM_UP)));
         tally.arm(messages);
         let meter = Meter::start();
-        let sending = pusher.send_all(0..messages, make);
-        let (done, early) = wait_probed(&tally, messages, probe).await;
-        let pusher = sending.await.unwrap();
+        let (pusher, done) = if probe {
+            flood_in_tenths(pusher, &tally, messages, make).await
+        } else {
+            let sending = pusher.send_all(0..messages, make);
+            let done = tally.wait(Duration::from_secs(10)).await;
+            (sending.await.unwrap(), (done, 0))
+        };
         pusher.close().await;
-        (meter, (done, early), None)
+        (meter, done, None)
     } else {
         let peer = ZmqQueue::new(ZmqEndpoint::dial(address))
             .connect()
@@ -713,9 +718,9 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         tally.arm(messages);
         let meter = Meter::start();
         let sending = publish_all(publisher, 0..messages, make, "jobs");
-        let (done, early) = wait_probed(&tally, messages, probe).await;
+        let done = tally.wait(Duration::from_secs(10)).await;
         sending.await.unwrap();
-        (meter, (done, early), Some(peer))
+        (meter, (done, 0), Some(peer))
     };
     let mut run = meter.stop(messages);
     let (complete, early) = done;
@@ -727,11 +732,11 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
     if probe {
         run.fields = vec![
             ("RSS before, MB", before as f64 / 1024.0),
-            ("RSS after a tenth, MB", early as f64 / 1024.0),
-            (
-                "RSS at the end, MB",
-                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0,
-            ),
+            ("RSS after the first tenth, MB", early as f64 / 1024.0),
+            ("RSS at the end, MB", {
+                trim_heap();
+                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0
+            }),
         ];
     }
     running.shutdown().await.unwrap();
@@ -741,20 +746,35 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
     run
 }
 
-/// Waits for the tally; with `probe`, polls it and answers the resident set after a tenth.
-async fn wait_probed(tally: &Tally, messages: u64, probe: bool) -> (bool, u64) {
-    if !probe {
-        return (tally.wait(Duration::from_secs(10)).await, 0);
-    }
-    let mut early = None;
+/// Sends `messages` in ten rounds, each handled whole before the next is sent, so that no
+/// queue holds messages when the resident set is read: after the first round and at the end
+/// (each time after trimming the heap). Answers the pusher, whether all were handled, and the
+/// resident set after the first round.
+async fn flood_in_tenths(
+    mut pusher: raw::Pusher,
+    tally: &Tally,
+    messages: u64,
+    make: fn(u64) -> Frames,
+) -> (raw::Pusher, (bool, u64)) {
+    let tenth = messages / 10;
+    let mut early = 0;
     let deadline = Instant::now() + RUN_DEADLINE;
-    while tally.count() < messages && Instant::now() < deadline {
-        if early.is_none() && tally.count() >= messages / 10 {
-            early = status_kib("VmRSS:");
+    for round in 0..10 {
+        let end = if round == 9 {
+            messages
+        } else {
+            (round + 1) * tenth
+        };
+        pusher = pusher.send_all(round * tenth..end, make).await.unwrap();
+        while tally.count() < end && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        if round == 0 {
+            trim_heap();
+            early = status_kib("VmRSS:").unwrap_or(0);
+        }
     }
-    (tally.count() >= messages, early.unwrap_or(0))
+    (pusher, (tally.count() >= messages, early))
 }
 
 /// A service whose responder binds `address` and echoes each request; answers it running and
@@ -818,6 +838,7 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     if probe {
         while progress.load(Ordering::Relaxed) < requests {
             if early.is_none() && progress.load(Ordering::Relaxed) >= requests / 10 {
+                trim_heap();
                 early = status_kib("VmRSS:");
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -829,10 +850,10 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     if probe {
         run.fields = vec![
             ("RSS after a tenth, MB", early.unwrap_or(0) as f64 / 1024.0),
-            (
-                "RSS at the end, MB",
-                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0,
-            ),
+            ("RSS at the end, MB", {
+                trim_heap();
+                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0
+            }),
         ];
     }
     running.shutdown().await.unwrap();
