@@ -695,11 +695,12 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         tally.arm(messages);
         let meter = Meter::start();
         let (pusher, done) = if probe {
-            flood_in_tenths(pusher, &tally, messages, make).await
+            let (pusher, done, readings) = flood_in_tenths(pusher, &tally, messages, make).await;
+            (pusher, (done, readings))
         } else {
             let sending = pusher.send_all(0..messages, make);
             let done = tally.wait(Duration::from_secs(10)).await;
-            (sending.await.unwrap(), (done, 0))
+            (sending.await.unwrap(), (done, [0; 3]))
         };
         pusher.close().await;
         (meter, done, None)
@@ -720,23 +721,22 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         let sending = publish_all(publisher, 0..messages, make, "jobs");
         let done = tally.wait(Duration::from_secs(10)).await;
         sending.await.unwrap();
-        (meter, (done, 0), Some(peer))
+        (meter, (done, [0; 3]), Some(peer))
     };
     let mut run = meter.stop(messages);
-    let (complete, early) = done;
+    let (complete, readings) = done;
     assert!(
         complete,
         "the crate's queue handled {} of {messages}",
         tally.count()
     );
     if probe {
+        let mb = |kib: u64| kib as f64 / 1024.0;
         run.fields = vec![
-            ("RSS before, MB", before as f64 / 1024.0),
-            ("RSS after the first tenth, MB", early as f64 / 1024.0),
-            ("RSS at the end, MB", {
-                trim_heap();
-                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0
-            }),
+            ("RSS before, MB", mb(before)),
+            ("after round 1 of 10, MB", mb(readings[0])),
+            ("after round 5, MB", mb(readings[1])),
+            ("after round 10, MB", mb(readings[2])),
         ];
     }
     running.shutdown().await.unwrap();
@@ -747,17 +747,18 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
 }
 
 /// Sends `messages` in ten rounds, each handled whole before the next is sent, so that no
-/// queue holds messages when the resident set is read: after the first round and at the end
-/// (each time after trimming the heap). Answers the pusher, whether all were handled, and the
-/// resident set after the first round.
+/// queue holds messages when the resident set is read: after the first, the fifth and the last
+/// round (each time after trimming the heap). Growth that goes on from round to round is kept
+/// per message; a queue's capacity, grown once to a round's size, shows after the first round
+/// and stays. Answers the pusher, whether all were handled, and the three readings.
 async fn flood_in_tenths(
     mut pusher: raw::Pusher,
     tally: &Tally,
     messages: u64,
     make: fn(u64) -> Frames,
-) -> (raw::Pusher, (bool, u64)) {
+) -> (raw::Pusher, bool, [u64; 3]) {
     let tenth = messages / 10;
-    let mut early = 0;
+    let mut readings = [0; 3];
     let deadline = Instant::now() + RUN_DEADLINE;
     for round in 0..10 {
         let end = if round == 9 {
@@ -769,12 +770,16 @@ async fn flood_in_tenths(
         while tally.count() < end && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        if round == 0 {
-            trim_heap();
-            early = status_kib("VmRSS:").unwrap_or(0);
-        }
+        let at = match round {
+            0 => 0,
+            4 => 1,
+            9 => 2,
+            _ => continue,
+        };
+        trim_heap();
+        readings[at] = status_kib("VmRSS:").unwrap_or(0);
     }
-    (pusher, (tally.count() >= messages, early))
+    (pusher, tally.count() >= messages, readings)
 }
 
 /// A service whose responder binds `address` and echoes each request; answers it running and
