@@ -11,7 +11,8 @@
 //!
 //! Arguments after `--`: scenario names (all of them when none is given; `list` prints them),
 //! `--reps N` (3 by default: the table shows the median of N runs), `--scale F` (multiplies every
-//! message count, 1.0 by default).
+//! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
+//! around the process).
 //!
 //! The baseline is raw sockets of the same client: without the `libzmq` feature, raw `zeromq`
 //! 0.7 sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
@@ -31,11 +32,14 @@
 //! for a fan-out, until every subscriber has one), then measures: wall time to the last message
 //! handled, the process's CPU time over it (`utime` + `stime` of `/proc/self/stat`, in 10 ms
 //! ticks, every thread: service, feeder and requester alike, so the same feeder adds the same to
-//! both sides; runs last 0.3 s or more, so a tick is a few per cent at worst), round trips
-//! where there are requests, and the peak resident set over it (`VmHWM` reset through
-//! `/proc/self/clear_refs` at the start; the table shows its growth over the resident set at
-//! the start). A global `tracing` subscriber is installed with its filter off; the `warn` rows
-//! switch it to WARN, writing to `/dev/null`.
+//! both sides; most runs last 0.3 s or more, so a tick is a few per cent at worst), the heap
+//! allocations of Rust code (a counting global allocator; libzmq's own `malloc` is not seen) and
+//! the context switches of the process's threads per message, round trips where there are
+//! requests, and the peak resident set over it (`VmHWM` reset through `/proc/self/clear_refs` at
+//! the start, the heap's free pages handed back first with `malloc_trim`; the table shows its
+//! growth over the resident set at the start). One run is thrown away before the first. A global
+//! `tracing` subscriber is installed with its filter off; the `warn` rows switch it to WARN,
+//! writing to `/dev/null`.
 //!
 //! `cargo test --all-targets` builds this file too; without `--bench` it only says how to run it.
 
