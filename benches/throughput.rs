@@ -1,47 +1,316 @@
-//! Figures, not tests: queue throughput on loopback, request-reply round trips, and the wire
-//! codec's cost per message. Run in release:
+//! Figures, not tests: each scenario run against the crate and against raw sockets of the client
+//! the crate is built with, doing the same work, interleaved, several times; one table of medians
+//! at the end. Run in release:
 //!
 //! ```text
-//! cargo bench --bench throughput
+//! cargo bench --bench throughput                               # the `zeromq` backend
+//! cargo bench --bench throughput --features libzmq             # the `libzmq` backend
+//! cargo bench --bench throughput -- --reps 1 --scale 0.1 queue rr1   # a quick look
+//! cargo bench --bench throughput -- clients [N]                # short-lived REQ/DEALER clients
 //! ```
+//!
+//! Arguments after `--`: scenario names (all of them when none is given; `list` prints them),
+//! `--reps N` (3 by default: the table shows the median of N runs), `--scale F` (multiplies every
+//! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
+//! around the process).
+//!
+//! The baseline is raw sockets of the same client: without the `libzmq` feature, raw `zeromq`
+//! 0.7 sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
+//! with it, raw libzmq sockets through the `zmq` 0.10 binding, each driven by a plain std thread
+//! with blocking calls, the fastest way to use libzmq and so the fairest "raw" figure
+//! (`benches/raw/libzmq.rs`). Both do the work the crate's handler does: read the one header,
+//! decode the JSON `{"id":n}`, count; a raw responder reads the `correlation-id` header, decodes
+//! the request and encodes the answer.
+//!
+//! The feeder of the queue scenarios is the same raw PUSH for the crate and for the baseline
+//! (`queue-publisher` swaps in the crate's own publisher). That it is not the bottleneck is the
+//! `sender` row: the same raw PUSH into a raw PULL that only counts frames. A queue figure close
+//! to that ceiling is bounded by the sender and the client, not by the receiving side; the
+//! BENCHMARKS.md notes read each row against it.
+//!
+//! Each run starts its own sockets and service, warms the connection up with one message (or,
+//! for a fan-out, until every subscriber has one), then measures: wall time to the last message
+//! handled, the process's CPU time over it (`utime` + `stime` of `/proc/self/stat`, in 10 ms
+//! ticks, every thread: service, feeder and requester alike, so the same feeder adds the same to
+//! both sides; most runs last 0.3 s or more, so a tick is a few per cent at worst), the heap
+//! allocations of Rust code (a counting global allocator; libzmq's own `malloc` is not seen) and
+//! the context switches of the process's threads per message, round trips where there are
+//! requests, and the peak resident set over it (`VmHWM` reset through `/proc/self/clear_refs` at
+//! the start, the heap's free pages handed back first with `malloc_trim`; the table shows its
+//! growth over the resident set at the start). One run is thrown away before the first. A global
+//! `tracing` subscriber is installed with its filter off; the `warn` rows switch it to WARN,
+//! writing to `/dev/null`.
 //!
 //! `cargo test --all-targets` builds this file too; without `--bench` it only says how to run it.
 
+#[cfg(not(feature = "libzmq"))]
+#[path = "raw/zeromq.rs"]
+mod raw;
+
+#[cfg(feature = "libzmq")]
+#[path = "raw/libzmq.rs"]
+mod raw;
+
 use std::{
+    alloc::{GlobalAlloc, Layout, System},
     convert::Infallible,
     sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
+        Arc, LazyLock, OnceLock,
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
 
+use futures::StreamExt;
 use ruststream::{
-    Broker, BytesMut, ConnectedBroker, HeaderMap, OutgoingMessage, Publisher, RequestReply,
+    Broker, Bytes, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage,
+    Publisher, RequestReply,
 };
-use ruststream_zmq::{prelude::*, wire};
+use ruststream_zmq::{ZmqPublisher, prelude::*, wire};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
+use tracing_subscriber::{EnvFilter, Registry, layer::SubscriberExt, reload};
+
+/// Counts the heap allocations of Rust code (the crate, the `zeromq` client, the framework,
+/// serde, the bench itself); libzmq's own `malloc` calls, in C, are not seen.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// `[name][headers][payload]`, as a raw peer sends it.
+type Frames = [Bytes; 3];
+/// What a raw reader does with each `(name, headers, payload)`.
+type Work = Arc<dyn Fn(&[u8], &[u8], &[u8]) + Send + Sync>;
+
+/// The backend this build measures.
+const BACKEND: &str = if cfg!(feature = "libzmq") {
+    "libzmq"
+} else {
+    "zeromq"
+};
+
+/// The id of warm-up messages, which no tally counts.
+const WARM_UP: u64 = u64::MAX;
+/// The delay of the retry burst.
+const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// How long a run may take before it counts what is missing as lost.
+const RUN_DEADLINE: Duration = Duration::from_secs(120);
 
 #[derive(Serialize, Deserialize, Outgoing)]
 struct Job {
     id: u64,
 }
 
-#[derive(Clone)]
-struct Counter(Arc<(AtomicU64, Notify)>);
-
-#[derive(FromRef)]
-struct AppState {
-    counter: Counter,
+/// The 16 KiB message: an id and a padding string.
+#[derive(Serialize, Deserialize, Outgoing)]
+struct BigJob {
+    id: u64,
+    pad: String,
 }
 
+static PAD: LazyLock<String> = LazyLock::new(|| "x".repeat(16 * 1024 - 20));
+
+/// The one header every message carries.
+#[derive(Deserialize)]
+struct Tenant {
+    #[serde(rename = "x-tenant")]
+    tenant: String,
+}
+
+#[derive(Deserialize)]
+struct Retries {
+    #[serde(rename = "x-ruststream-retry-count")]
+    retry_count: Option<u32>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// What handlers count
+
+/// Counts the messages handled; wakes the run when the target is reached.
+#[derive(Clone, Default)]
+struct Tally(Arc<TallyInner>);
+
+#[derive(Default)]
+struct TallyInner {
+    count: AtomicU64,
+    target: AtomicU64,
+    warmed: AtomicBool,
+    done: Notify,
+}
+
+impl Tally {
+    fn hit(&self, id: u64) {
+        if id == WARM_UP {
+            self.0.warmed.store(true, Ordering::Relaxed);
+            return;
+        }
+        let count = self.0.count.fetch_add(1, Ordering::Relaxed) + 1;
+        if count == self.0.target.load(Ordering::Relaxed) {
+            self.0.done.notify_one();
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.0.count.load(Ordering::Relaxed)
+    }
+
+    fn warmed(&self) -> bool {
+        self.0.warmed.load(Ordering::Relaxed) || self.count() > 0
+    }
+
+    fn arm(&self, target: u64) {
+        self.0.count.store(0, Ordering::Relaxed);
+        self.0.target.store(target, Ordering::Relaxed);
+    }
+
+    /// Waits until the target is reached or nothing has come for `idle`; answers whether it was.
+    async fn wait(&self, idle: Duration) -> bool {
+        let target = self.0.target.load(Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + RUN_DEADLINE;
+        let mut last = (self.count(), tokio::time::Instant::now());
+        while self.count() < target {
+            let now = tokio::time::Instant::now();
+            if now >= deadline || now - last.1 >= idle {
+                return false;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(50), self.0.done.notified()).await;
+            let count = self.count();
+            if count != last.0 {
+                last = (count, tokio::time::Instant::now());
+            }
+        }
+        true
+    }
+}
+
+/// Waits until every tally has seen a warm-up message, `$send` sending one more every 5 ms.
+macro_rules! warm_up {
+    ($tallies:expr, $send:expr) => {{
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !$tallies.iter().all(|tally| tally.warmed()) {
+            assert!(Instant::now() < deadline, "the warm-up never arrived");
+            $send.await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }};
+}
+
+/// When each copy of the retry burst was seen, in nanoseconds since `base` (0: not seen).
+struct Burst {
+    base: Instant,
+    first: Vec<AtomicU64>,
+    second: Vec<AtomicU64>,
+}
+
+impl Burst {
+    fn new(messages: u64) -> Self {
+        let slots = || (0..messages).map(|_| AtomicU64::new(0)).collect();
+        Self {
+            base: Instant::now(),
+            first: slots(),
+            second: slots(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX) + 1
+    }
+}
+
+#[derive(Clone, FromRef)]
+struct AppState {
+    tally: Tally,
+    burst: Arc<Burst>,
+}
+
+impl AppState {
+    fn of(tally: &Tally) -> Self {
+        Self {
+            tally: tally.clone(),
+            burst: Arc::new(Burst::new(0)),
+        }
+    }
+}
+
+/// The queue's handler: reads the header, decodes the JSON, acks.
 #[subscriber]
-async fn count(job: &Job, State(counter): State<Counter>) -> HandlerOutcome {
-    let _ = job.id;
-    counter.0.0.fetch_add(1, Ordering::Relaxed);
-    counter.0.1.notify_one();
+async fn on_job(
+    job: &Job,
+    Headers(tenant): Headers<Tenant>,
+    State(tally): State<Tally>,
+) -> HandlerOutcome {
+    std::hint::black_box(&tenant.tenant);
+    tally.hit(job.id);
     HandlerOutcome::ack()
+}
+
+/// The same over the 16 KiB message.
+#[subscriber]
+async fn on_big_job(
+    job: &BigJob,
+    Headers(tenant): Headers<Tenant>,
+    State(tally): State<Tally>,
+) -> HandlerOutcome {
+    std::hint::black_box((&tenant.tenant, job.pad.len()));
+    tally.hit(job.id);
+    HandlerOutcome::ack()
+}
+
+/// The retry burst: the first delivery asks for a copy in 500 ms, the copy is acked.
+#[subscriber]
+async fn on_burst(
+    job: &Job,
+    Headers(retries): Headers<Retries>,
+    State(burst): State<Arc<Burst>>,
+    State(tally): State<Tally>,
+) -> HandlerOutcome {
+    if job.id == WARM_UP {
+        tally.hit(WARM_UP);
+        return HandlerOutcome::ack();
+    }
+    let Some(slot) = usize::try_from(job.id)
+        .ok()
+        .filter(|&at| at < burst.first.len())
+    else {
+        return HandlerOutcome::ack();
+    };
+    if retries.retry_count.is_none() {
+        burst.first[slot].store(burst.now(), Ordering::Relaxed);
+        HandlerOutcome::retry_after(RETRY_DELAY)
+    } else {
+        burst.second[slot].store(burst.now(), Ordering::Relaxed);
+        tally.hit(job.id);
+        HandlerOutcome::ack()
+    }
 }
 
 #[subscriber(Responder::<Bound>, reply("reply"))]
@@ -49,45 +318,472 @@ async fn echo(job: &Job) -> Job {
     Job { id: job.id }
 }
 
-fn payload(id: u64) -> BytesMut {
-    BytesMut::from(serde_json::to_vec(&Job { id }).unwrap().as_slice())
+// ---------------------------------------------------------------------------------------------
+// The raw side's messages and work, shared by both raw modules
+
+fn json(id: u64) -> Bytes {
+    Bytes::from(serde_json::to_vec(&Job { id }).unwrap())
 }
 
-async fn queue_throughput(messages: u64) {
-    let counter = Counter(Arc::default());
-    let state = counter.clone();
+fn job_frames(id: u64) -> Frames {
+    [
+        Bytes::from_static(b"jobs"),
+        Bytes::from_static(b"x-tenant: acme"),
+        json(id),
+    ]
+}
+
+fn tick_frames(id: u64) -> Frames {
+    [
+        Bytes::from_static(b"ticks"),
+        Bytes::from_static(b"x-tenant: acme"),
+        json(id),
+    ]
+}
+
+fn big_frames(id: u64) -> Frames {
+    let body = serde_json::to_vec(&BigJob {
+        id,
+        pad: PAD.clone(),
+    })
+    .unwrap();
+    [
+        Bytes::from_static(b"jobs"),
+        Bytes::from_static(b"x-tenant: acme"),
+        Bytes::from(body),
+    ]
+}
+
+/// A raw request: `[echo][correlation-id: n][{"id":n}]`.
+fn request(id: u64) -> Frames {
+    [
+        Bytes::from_static(b"echo"),
+        Bytes::from(format!("correlation-id: {id}")),
+        json(id),
+    ]
+}
+
+/// The id an answer carries.
+fn answered(payload: &[u8]) -> u64 {
+    serde_json::from_slice::<Job>(payload)
+        .expect("a JSON answer")
+        .id
+}
+
+/// The value of header `name` in a headers frame.
+fn header<'a>(headers: &'a [u8], name: &str) -> Option<&'a str> {
+    std::str::from_utf8(headers).ok()?.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// The raw responder's work: the request's correlation-id and payload in, the answer out.
+fn answer(headers: &[u8], payload: &[u8]) -> (Bytes, Bytes) {
+    let correlation = header(headers, "correlation-id").unwrap_or_default();
+    let job: Job = serde_json::from_slice(payload).expect("a JSON request");
+    (
+        Bytes::from(format!("correlation-id: {correlation}")),
+        Bytes::from(serde_json::to_vec(&Job { id: job.id }).unwrap()),
+    )
+}
+
+/// The raw reader's work for `{"id":n}`: the header, the JSON, the count.
+fn raw_job(tally: &Tally) -> Work {
+    let tally = tally.clone();
+    Arc::new(move |_name, headers, payload| {
+        let tenant = header(headers, "x-tenant").map(str::to_owned);
+        std::hint::black_box(tenant);
+        let job: Job = serde_json::from_slice(payload).expect("a JSON job");
+        tally.hit(job.id);
+    })
+}
+
+fn raw_big_job(tally: &Tally) -> Work {
+    let tally = tally.clone();
+    Arc::new(move |_name, headers, payload| {
+        let tenant = header(headers, "x-tenant").map(str::to_owned);
+        let job: BigJob = serde_json::from_slice(payload).expect("a JSON job");
+        std::hint::black_box((tenant, job.pad.len()));
+        tally.hit(job.id);
+    })
+}
+
+/// The sender's ceiling: counts frames, decodes nothing.
+fn raw_count_only(tally: &Tally) -> Work {
+    let tally = tally.clone();
+    Arc::new(move |_name, _headers, _payload| tally.hit(0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+/// One run of one side of a scenario.
+#[derive(Clone, Default)]
+struct Run {
+    /// Messages (or requests) a second.
+    rate: f64,
+    /// Process CPU time per message, µs.
+    cpu_us: f64,
+    /// Heap allocations (and reallocations) of Rust code per message, the whole process.
+    allocs: f64,
+    /// Context switches of the process's threads per message: how often a thread parked and
+    /// was woken, the cost of a hop between tasks or threads that finds the other side asleep.
+    switches: f64,
+    latencies: Option<(Duration, Duration)>,
+    /// Peak resident set over the run, less the resident set at its start, KiB.
+    peak_growth_kib: f64,
+    /// Peak resident set over the run, KiB.
+    peak_kib: f64,
+    /// Figures of their own (name, value), for the crate-only rows.
+    fields: Vec<(&'static str, f64)>,
+}
+
+struct Meter {
+    started: Instant,
+    allocations: u64,
+    switches: u64,
+    cpu: Duration,
+    rss_kib: u64,
+}
+
+/// Hands the heap's free pages back to the system (glibc), so that a resident set read next is
+/// what is live rather than what earlier runs left free. Before every run, and before each
+/// reading of the RSS rows (after a tenth, at the end).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's `malloc_trim` takes a padding size and touches only the allocator's
+        // free lists.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+impl Meter {
+    fn start() -> Self {
+        trim_heap();
+        // Resets `VmHWM` to the resident set now (Linux 4.0 and later).
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        Self {
+            started: Instant::now(),
+            allocations: ALLOCATIONS.load(Ordering::Relaxed),
+            switches: context_switches(),
+            cpu: cpu_time(),
+            rss_kib: status_kib("VmRSS:").unwrap_or(0),
+        }
+    }
+
+    fn stop(&self, messages: u64) -> Run {
+        let took = self.started.elapsed();
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - self.allocations;
+        let switches = context_switches().saturating_sub(self.switches);
+        let cpu = cpu_time().saturating_sub(self.cpu);
+        let peak = status_kib("VmHWM:").unwrap_or(0);
+        Run {
+            rate: messages as f64 / took.as_secs_f64(),
+            cpu_us: cpu.as_secs_f64() * 1e6 / messages as f64,
+            allocs: allocations as f64 / messages as f64,
+            switches: switches as f64 / messages as f64,
+            latencies: None,
+            peak_growth_kib: peak.saturating_sub(self.rss_kib) as f64,
+            peak_kib: peak as f64,
+            fields: Vec::new(),
+        }
+    }
+}
+
+/// The CPU time of the whole process, user and system, every thread, the living and the ended
+/// (`utime` and `stime` of `/proc/self/stat`, in clock ticks of 10 ms).
+fn cpu_time() -> Duration {
+    const TICK: Duration = Duration::from_millis(10);
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // `utime` and `stime` are the 14th and 15th fields, the 12th and 13th after the command.
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|f| f.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    TICK * (ticks(11) + ticks(12))
+}
+
+/// The context switches, voluntary and not, of the process's living threads.
+fn context_switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    key.ends_with("ctxt_switches")
+                        .then(|| value.trim().parse::<u64>().ok())
+                        .flatten()
+                })
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// A `/proc/self/status` figure in KiB (`VmRSS:`, `VmHWM:`).
+fn status_kib(field: &str) -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix(field))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn percentiles(mut latencies: Vec<Duration>) -> Option<(Duration, Duration)> {
+    if latencies.is_empty() {
+        return None;
+    }
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
+    Some((at(0.50), at(0.99)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The log filter the `warn` rows switch
+
+static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
+/// Installs the global subscriber: a filter, off until a row switches it, over a fmt layer
+/// writing to `/dev/null` (a write per line, as to a file, and nothing on the terminal).
+fn install_subscriber() {
+    use tracing_subscriber::util::SubscriberInitExt;
+    let (filter, handle) = reload::Layer::new(EnvFilter::new("off"));
+    let sink = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("/dev/null");
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(Arc::new(sink)),
+        )
+        .init();
+    let _ = FILTER.set(handle);
+}
+
+/// The README's filter: WARN, less the runtime's ack / nack line.
+fn readme_filter() -> EnvFilter {
+    let mut filter = EnvFilter::new("warn");
+    for directive in [
+        "ruststream::dispatch[{subscription,error}]=error",
+        "ruststream::dispatch[{subscription,destination,error}]=warn",
+        "ruststream::dispatch[{subscription,message_type,error}]=warn",
+        "ruststream::dispatch[{subscription,headers_type,error}]=warn",
+        "ruststream::dispatch[{subscription,reply,error}]=warn",
+    ] {
+        filter = filter.add_directive(directive.parse().expect("a directive"));
+    }
+    filter
+}
+
+fn set_filter(filter: EnvFilter) {
+    if let Some(handle) = FILTER.get() {
+        handle.reload(filter).expect("the filter reloads");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The crate's side
+
+#[derive(Clone, Copy)]
+enum Body {
+    Small,
+    Big,
+}
+
+/// The handler a queue service mounts under `jobs`.
+#[derive(Clone, Copy)]
+enum Mount {
+    Count,
+    CountBig,
+    Burst,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Feed {
+    RawPush,
+    CratePublisher,
+}
+
+/// A bound queue service with `mount` as its subscription; answers it running and its address.
+async fn queue_service(state: AppState, mount: Mount) -> (ruststream::runtime::RunningApp, String) {
     let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = broker.monitor();
     let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(AppState { counter: state }))
-        .with_broker(broker, |b| {
-            b.include(count.name("jobs"));
+        .on_startup(async move |()| Ok::<_, Infallible>(state))
+        .with_broker(broker, |b| match mount {
+            Mount::Count => {
+                b.include(on_job.name("jobs"));
+            }
+            Mount::CountBig => {
+                b.include(on_big_job.name("jobs"));
+            }
+            Mount::Burst => {
+                b.include(on_burst.name("jobs"));
+            }
         })
         .start()
         .await
         .unwrap();
-    let peer = ZmqQueue::new(ZmqEndpoint::dial(monitor.bound_address().unwrap()))
-        .connect()
-        .await
-        .unwrap();
-    let publisher = peer.publisher();
-    let started = Instant::now();
-    for id in 0..messages {
-        publisher
-            .publish(OutgoingMessage::produced("jobs", payload(id)), None)
+    (running, monitor.bound_address().unwrap())
+}
+
+fn crate_message(frames: Frames) -> OutgoingMessage<'static, BytesMut> {
+    let [_, _, payload] = frames;
+    let mut headers = HeaderMap::new();
+    headers.insert("x-tenant", "acme");
+    OutgoingMessage::produced("jobs", BytesMut::from(&payload[..])).with_headers(headers)
+}
+
+/// The crate's publisher sending what `make` builds for `ids`, from a task of its own.
+fn publish_all(
+    publisher: ZmqPublisher,
+    ids: std::ops::Range<u64>,
+    make: fn(u64) -> Frames,
+    name: &'static str,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        for id in ids {
+            let [_, _, payload] = make(id);
+            let mut headers = HeaderMap::new();
+            headers.insert("x-tenant", "acme");
+            let msg =
+                OutgoingMessage::produced(name, BytesMut::from(&payload[..])).with_headers(headers);
+            publisher.publish(msg, None).await.expect("the publish");
+        }
+    })
+}
+
+/// The crate's queue: `messages` fed by a raw PUSH or the crate's publisher. With `probe`, the
+/// resident set is read after a tenth of the messages and at the end.
+async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run {
+    let tally = Tally::default();
+    let mount = match body {
+        Body::Small => Mount::Count,
+        Body::Big => Mount::CountBig,
+    };
+    let (running, address) = queue_service(AppState::of(&tally), mount).await;
+    let make = match body {
+        Body::Small => job_frames,
+        Body::Big => big_frames,
+    };
+    trim_heap();
+    let before = status_kib("VmRSS:").unwrap_or(0);
+    let (meter, done, feeder) = if feed == Feed::RawPush {
+        let mut pusher = raw::Pusher::dial(&address).await;
+        warm_up!([&tally], pusher.send(make(WARM_UP)));
+        tally.arm(messages);
+        let meter = Meter::start();
+        let (pusher, done) = if probe {
+            let (pusher, done, readings) = flood_in_tenths(pusher, &tally, messages, make).await;
+            (pusher, (done, readings))
+        } else {
+            let sending = pusher.send_all(0..messages, make);
+            let done = tally.wait(Duration::from_secs(10)).await;
+            (sending.await.unwrap(), (done, [0; 3]))
+        };
+        pusher.close().await;
+        (meter, done, None)
+    } else {
+        let peer = ZmqQueue::new(ZmqEndpoint::dial(address))
+            .connect()
             .await
             .unwrap();
-    }
-    while counter.0.0.load(Ordering::Relaxed) < messages {
-        let _ = tokio::time::timeout(Duration::from_millis(100), counter.0.1.notified()).await;
-    }
-    let took = started.elapsed();
-    println!(
-        "queue: {messages} messages published and handled in {took:?}: {:.0} messages/s",
-        messages as f64 / took.as_secs_f64()
+        let publisher = peer.publisher();
+        warm_up!([&tally], async {
+            publisher
+                .publish(crate_message(make(WARM_UP)), None)
+                .await
+                .unwrap();
+        });
+        tally.arm(messages);
+        let meter = Meter::start();
+        let sending = publish_all(publisher, 0..messages, make, "jobs");
+        let done = tally.wait(Duration::from_secs(10)).await;
+        sending.await.unwrap();
+        (meter, (done, [0; 3]), Some(peer))
+    };
+    let mut run = meter.stop(messages);
+    let (complete, readings) = done;
+    assert!(
+        complete,
+        "the crate's queue handled {} of {messages}",
+        tally.count()
     );
+    if probe {
+        let mb = |kib: u64| kib as f64 / 1024.0;
+        run.fields = vec![
+            ("RSS before, MB", mb(before)),
+            ("after round 1 of 10, MB", mb(readings[0])),
+            ("after round 5, MB", mb(readings[1])),
+            ("after round 10, MB", mb(readings[2])),
+        ];
+    }
     running.shutdown().await.unwrap();
-    peer.shutdown().await.unwrap();
+    if let Some(peer) = feeder {
+        peer.shutdown().await.unwrap();
+    }
+    run
+}
+
+/// Sends `messages` in ten rounds, each handled whole before the next is sent, so that no
+/// queue holds messages when the resident set is read: after the first, the fifth and the last
+/// round (each time after trimming the heap). Growth that goes on from round to round is kept
+/// per message; a queue's capacity, grown once to a round's size, shows after the first round
+/// and stays. Answers the pusher, whether all were handled, and the three readings.
+async fn flood_in_tenths(
+    mut pusher: raw::Pusher,
+    tally: &Tally,
+    messages: u64,
+    make: fn(u64) -> Frames,
+) -> (raw::Pusher, bool, [u64; 3]) {
+    let tenth = messages / 10;
+    let mut readings = [0; 3];
+    let deadline = Instant::now() + RUN_DEADLINE;
+    for round in 0..10 {
+        let end = if round == 9 {
+            messages
+        } else {
+            (round + 1) * tenth
+        };
+        pusher = pusher.send_all(round * tenth..end, make).await.unwrap();
+        while tally.count() < end && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let at = match round {
+            0 => 0,
+            4 => 1,
+            9 => 2,
+            _ => continue,
+        };
+        trim_heap();
+        readings[at] = status_kib("VmRSS:").unwrap_or(0);
+    }
+    (pusher, tally.count() >= messages, readings)
 }
 
 /// A service whose responder binds `address` and echoes each request; answers it running and
@@ -107,62 +803,589 @@ async fn echo_responder(address: &str) -> (ruststream::runtime::RunningApp, Stri
     (running, monitor.bound_address().unwrap())
 }
 
-async fn request_reply(requests: u64, in_flight: u64) {
+async fn ask(requester: &ruststream_zmq::ZmqRequester, id: u64) {
+    let msg = OutgoingMessage::produced("echo", BytesMut::from(&json(id)[..]));
+    let answer = requester
+        .request(msg, Duration::from_secs(30))
+        .await
+        .expect("an answer");
+    assert_eq!(answered(answer.payload()), id, "the answer to its request");
+}
+
+/// The crate's responder and requester: `requests`, `window` in flight on one requester. With
+/// `probe`, the resident set after a tenth and at the end.
+async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     let (running, address) = echo_responder("tcp://127.0.0.1:0").await;
     let client = ZmqRpc::new(ZmqEndpoint::dial(address))
         .connect()
         .await
         .unwrap();
     let requester = client.requester();
-    let started = Instant::now();
-    for round in 0..requests / in_flight {
-        futures::future::join_all((0..in_flight).map(|n| {
-            let requester = requester.clone();
-            async move {
-                let msg = OutgoingMessage::produced("echo", payload(round * in_flight + n));
-                requester
-                    .request(msg, Duration::from_secs(10))
-                    .await
-                    .unwrap();
+    ask(&requester, WARM_UP).await;
+    let progress = Arc::new(AtomicU64::new(0));
+    let meter = Meter::start();
+    let asking = {
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            futures::stream::iter(0..requests)
+                .map(|id| {
+                    let requester = requester.clone();
+                    let progress = Arc::clone(&progress);
+                    async move {
+                        let asked = Instant::now();
+                        ask(&requester, id).await;
+                        progress.fetch_add(1, Ordering::Relaxed);
+                        asked.elapsed()
+                    }
+                })
+                .buffer_unordered(window)
+                .collect::<Vec<_>>()
+                .await
+        })
+    };
+    let mut early = None;
+    if probe {
+        while progress.load(Ordering::Relaxed) < requests {
+            if early.is_none() && progress.load(Ordering::Relaxed) >= requests / 10 {
+                trim_heap();
+                early = status_kib("VmRSS:");
             }
-        }))
-        .await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
-    let took = started.elapsed();
-    println!(
-        "request-reply: {requests} requests, {in_flight} in flight, in {took:?}: {:.0} requests/s, {:?} a request on average",
-        requests as f64 / took.as_secs_f64(),
-        took / u32::try_from(requests).unwrap_or(u32::MAX)
-    );
+    let latencies = asking.await.unwrap();
+    let mut run = meter.stop(requests);
+    run.latencies = percentiles(latencies);
+    if probe {
+        run.fields = vec![
+            ("RSS after a tenth, MB", early.unwrap_or(0) as f64 / 1024.0),
+            ("RSS at the end, MB", {
+                trim_heap();
+                status_kib("VmRSS:").unwrap_or(0) as f64 / 1024.0
+            }),
+        ];
+    }
     running.shutdown().await.unwrap();
     client.shutdown().await.unwrap();
+    run
 }
 
-/// The resident set of this process now, in KiB (`VmRSS`), where Linux reports it.
-fn resident_kib() -> Option<u64> {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()?
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
+/// The crate's fan-out: its publisher to four subscribing services; `messages` each.
+async fn crate_fanout(messages: u64, subscribers: usize) -> Run {
+    let queue = usize::try_from(messages).unwrap() + 1_000;
+    let hub = fanout_broker(ZmqEndpoint::bind("tcp://127.0.0.1:0"), queue)
+        .connect()
+        .await
+        .unwrap();
+    let hub_address = hub.bind_publisher().await.unwrap();
+    let publisher = hub.publisher();
+    let mut tallies = Vec::new();
+    let mut services = Vec::new();
+    for _ in 0..subscribers {
+        let tally = Tally::default();
+        let state = AppState::of(&tally);
+        let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
+            .on_startup(async move |()| Ok::<_, Infallible>(state))
+            .with_broker(
+                fanout_broker(ZmqEndpoint::dial(hub_address.clone()), queue),
+                |b| {
+                    b.include(on_job.name("ticks"))
+                        .out_retry(Publish)
+                        .to("ticks.retry@tcp://127.0.0.1:1");
+                },
+            )
+            .start()
+            .await
+            .unwrap();
+        tallies.push(tally);
+        services.push(running);
+    }
+    warm_up!(tallies, async {
+        let [_, _, payload] = tick_frames(WARM_UP);
+        let msg = OutgoingMessage::produced("ticks", BytesMut::from(&payload[..]))
+            .with_headers(tenant_headers());
+        publisher.publish(msg, None).await.unwrap();
+    });
+    for tally in &tallies {
+        tally.arm(messages);
+    }
+    let meter = Meter::start();
+    let sending = publish_all(publisher, 0..messages, tick_frames, "ticks");
+    let run = fanout_wait(&meter, &tallies, messages).await;
+    sending.await.unwrap();
+    for running in services {
+        running.shutdown().await.unwrap();
+    }
+    hub.shutdown().await.unwrap();
+    run
 }
+
+fn tenant_headers() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-tenant", "acme");
+    headers
+}
+
+#[cfg(feature = "libzmq")]
+fn fanout_broker<S: Side>(endpoint: ZmqEndpoint<S>, queue: usize) -> ZmqFanout<S> {
+    ZmqFanout::new(endpoint).peer_queue(queue)
+}
+
+#[cfg(not(feature = "libzmq"))]
+fn fanout_broker<S: Side>(endpoint: ZmqEndpoint<S>, _queue: usize) -> ZmqFanout<S> {
+    ZmqFanout::new(endpoint)
+}
+
+/// Waits for every subscriber; the rate is of messages published and delivered to all.
+async fn fanout_wait(meter: &Meter, tallies: &[Tally], messages: u64) -> Run {
+    for tally in tallies {
+        tally.wait(Duration::from_secs(3)).await;
+    }
+    let delivered: u64 = tallies.iter().map(Tally::count).sum();
+    let mut run = meter.stop(messages);
+    let lost = messages * tallies.len() as u64 - delivered;
+    run.fields = vec![("lost", lost as f64)];
+    run
+}
+
+/// 100,000 `retry_after(500 ms)` copies, fed by a raw PUSH as fast as it goes.
+async fn crate_retry_burst(messages: u64) -> Run {
+    let tally = Tally::default();
+    let burst = Arc::new(Burst::new(messages));
+    let state = AppState {
+        tally: tally.clone(),
+        burst: Arc::clone(&burst),
+    };
+    let (running, address) = queue_service(state, Mount::Burst).await;
+    let mut pusher = raw::Pusher::dial(&address).await;
+    warm_up!([&tally], pusher.send(job_frames(WARM_UP)));
+    tally.arm(messages);
+    let meter = Meter::start();
+    let pusher = pusher.send_all(0..messages, job_frames).await.unwrap();
+    tally.wait(Duration::from_secs(10)).await;
+    let mut run = meter.stop(messages);
+    pusher.close().await;
+    let delay = u64::try_from(RETRY_DELAY.as_nanos()).unwrap();
+    let (mut early, mut lost, mut late) = (0_u64, 0_u64, Vec::new());
+    let (mut first_min, mut first_max) = (u64::MAX, 0);
+    for (first, second) in burst.first.iter().zip(&burst.second) {
+        let (first, second) = (
+            first.load(Ordering::Relaxed),
+            second.load(Ordering::Relaxed),
+        );
+        if first == 0 || second == 0 {
+            lost += 1;
+            continue;
+        }
+        first_min = first_min.min(first);
+        first_max = first_max.max(first);
+        if second < first + delay {
+            early += 1;
+        } else {
+            late.push(Duration::from_nanos(second - first - delay));
+        }
+    }
+    let (p50, p99) = percentiles(late).unwrap_or_default();
+    run.fields = vec![
+        ("early", early as f64),
+        ("lost", lost as f64),
+        ("late p50, ms", p50.as_secs_f64() * 1e3),
+        ("late p99, ms", p99.as_secs_f64() * 1e3),
+        (
+            "first deliveries spread over, ms",
+            first_max.saturating_sub(first_min) as f64 / 1e6,
+        ),
+        ("peak RSS growth, MB", run.peak_growth_kib / 1024.0),
+        ("peak RSS, MB", run.peak_kib / 1024.0),
+    ];
+    running.shutdown().await.unwrap();
+    run
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw side
+
+async fn raw_queue(messages: u64, make: fn(u64) -> Frames, work: fn(&Tally) -> Work) -> Run {
+    let tally = Tally::default();
+    let sink = raw::Reader::pull(work(&tally)).await;
+    let mut pusher = raw::Pusher::dial(&sink.address).await;
+    warm_up!([&tally], pusher.send(make(WARM_UP)));
+    tally.arm(messages);
+    let meter = Meter::start();
+    let sending = pusher.send_all(0..messages, make);
+    let complete = tally.wait(Duration::from_secs(10)).await;
+    let run = meter.stop(messages);
+    assert!(
+        complete,
+        "the raw PULL read {} of {messages}",
+        tally.count()
+    );
+    sending.await.unwrap().close().await;
+    sink.close().await;
+    run
+}
+
+async fn raw_request_reply(requests: u64, window: u64) -> Run {
+    let responder = raw::Reader::router(answer).await;
+    let asker = raw::Asker::dial(&responder.address).await;
+    let meter = Meter::start();
+    let (asker, latencies) = asker.run(0..requests, window).await.unwrap();
+    let mut run = meter.stop(requests);
+    run.latencies = percentiles(Arc::unwrap_or_clone(latencies));
+    asker.close().await;
+    responder.close().await;
+    run
+}
+
+async fn raw_fanout(messages: u64, subscribers: usize) -> Run {
+    let queue = usize::try_from(messages).unwrap() + 1_000;
+    let (mut publisher, address) = raw::Publisher::bind(queue).await;
+    let mut tallies = Vec::new();
+    let mut readers = Vec::new();
+    for _ in 0..subscribers {
+        let tally = Tally::default();
+        readers.push(raw::Reader::sub(&address, "ticks", raw_job(&tally), queue).await);
+        tallies.push(tally);
+    }
+    warm_up!(tallies, publisher.send(tick_frames(WARM_UP)));
+    for tally in &tallies {
+        tally.arm(messages);
+    }
+    let meter = Meter::start();
+    let sending = publisher.send_all(0..messages, tick_frames);
+    let run = fanout_wait(&meter, &tallies, messages).await;
+    sending.await.unwrap().close().await;
+    for reader in readers {
+        reader.close().await;
+    }
+    run
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scenarios
+
+/// One row of the table.
+struct Scenario {
+    name: &'static str,
+    what: &'static str,
+    /// The label of the measured side and of the baseline (`None`: one side only).
+    sides: (&'static str, Option<&'static str>),
+    /// How many messages at `--scale 1`.
+    messages: u64,
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "sender",
+        what: "sender ceiling: raw PUSH into a raw PULL that only counts",
+        sides: ("raw", None),
+        messages: 200_000,
+    },
+    Scenario {
+        name: "queue",
+        what: "queue, {n} messages, handler reads the header, decodes, acks; raw PUSH feeds",
+        sides: ("crate", Some("raw")),
+        messages: 200_000,
+    },
+    Scenario {
+        name: "queue-publisher",
+        what: "queue, {n} messages, fed by the crate's publisher (vs the raw PUSH)",
+        sides: ("crate publisher", Some("raw PUSH")),
+        messages: 200_000,
+    },
+    Scenario {
+        name: "rr1",
+        what: "request-reply, {n} requests, one in flight",
+        sides: ("crate", Some("raw")),
+        messages: 20_000,
+    },
+    Scenario {
+        name: "rr64",
+        what: "request-reply, {n} requests, 64 in flight on one requester",
+        sides: ("crate", Some("raw")),
+        messages: 200_000,
+    },
+    Scenario {
+        name: "fanout",
+        what: "fan-out, {n} messages from one publisher to 4 subscribers",
+        sides: ("crate", Some("raw")),
+        messages: 50_000,
+    },
+    Scenario {
+        name: "queue16k",
+        what: "queue, {n} messages of 16 KiB, handler decodes, acks",
+        sides: ("crate", Some("raw")),
+        messages: 20_000,
+    },
+    Scenario {
+        name: "retry",
+        what: "retry burst: {n} `retry_after(500 ms)` copies",
+        sides: ("crate", None),
+        messages: 100_000,
+    },
+    Scenario {
+        name: "responder-rss",
+        what: "responder RSS over {n} requests, 64 in flight",
+        sides: ("crate", None),
+        messages: 1_000_000,
+    },
+    Scenario {
+        name: "flood",
+        what: "RSS over a flood of {n} queue messages",
+        sides: ("crate", None),
+        messages: 1_000_000,
+    },
+    Scenario {
+        name: "warn",
+        what: "queue, {n} messages, a WARN fmt subscriber (vs none)",
+        sides: ("WARN", Some("off")),
+        messages: 200_000,
+    },
+    Scenario {
+        name: "warn-filtered",
+        what: "queue, {n} messages, WARN with the README's filter (vs none)",
+        sides: ("filtered", Some("off")),
+        messages: 200_000,
+    },
+    Scenario {
+        name: "codec",
+        what: "wire: encode and decode of a 3-header message, {n} rounds",
+        sides: ("crate", None),
+        messages: 200_000,
+    },
+];
+
+/// Runs one side of a scenario: the measured one, or the baseline.
+async fn run_side(scenario: &Scenario, baseline: bool, n: u64) -> Run {
+    match (scenario.name, baseline) {
+        ("sender", _) => raw_queue(n, job_frames, raw_count_only).await,
+        ("queue", false) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
+        ("queue", true) => raw_queue(n, job_frames, raw_job).await,
+        ("queue-publisher", false) => {
+            crate_queue(n, Body::Small, Feed::CratePublisher, false).await
+        }
+        ("queue-publisher", true) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
+        ("rr1", false) => crate_request_reply(n, 1, false).await,
+        ("rr1", true) => raw_request_reply(n, 1).await,
+        ("rr64", false) => crate_request_reply(n, 64, false).await,
+        ("rr64", true) => raw_request_reply(n, 64).await,
+        ("fanout", false) => crate_fanout(n, 4).await,
+        ("fanout", true) => raw_fanout(n, 4).await,
+        ("queue16k", false) => crate_queue(n, Body::Big, Feed::RawPush, false).await,
+        ("queue16k", true) => raw_queue(n, big_frames, raw_big_job).await,
+        ("retry", _) => crate_retry_burst(n).await,
+        ("responder-rss", _) => crate_request_reply(n, 64, true).await,
+        ("flood", _) => crate_queue(n, Body::Small, Feed::RawPush, true).await,
+        ("warn" | "warn-filtered", true) => {
+            set_filter(EnvFilter::new("off"));
+            crate_queue(n, Body::Small, Feed::RawPush, false).await
+        }
+        ("warn", false) => {
+            set_filter(EnvFilter::new("warn"));
+            let run = crate_queue(n, Body::Small, Feed::RawPush, false).await;
+            set_filter(EnvFilter::new("off"));
+            run
+        }
+        ("warn-filtered", false) => {
+            set_filter(readme_filter());
+            let run = crate_queue(n, Body::Small, Feed::RawPush, false).await;
+            set_filter(EnvFilter::new("off"));
+            run
+        }
+        ("codec", _) => codec(n),
+        (name, _) => unreachable!("no scenario {name}"),
+    }
+}
+
+fn codec(rounds: u64) -> Run {
+    let mut headers = HeaderMap::new();
+    headers.insert("correlation-id", "4f1c2a");
+    headers.insert("x-ruststream-retry-count", "2");
+    headers.insert("x-tenant", "acme");
+    let body = json(7);
+    let limits = WireLimits::default();
+    let meter = Meter::start();
+    for _ in 0..rounds {
+        let frames = wire::encode("payments.eu", &headers, body.clone()).unwrap();
+        let decoded = wire::decode(&frames, &limits, None).unwrap();
+        std::hint::black_box(decoded);
+    }
+    let mut run = meter.stop(rounds);
+    run.fields = vec![("ns a round", 1e9 / run.rate)];
+    run
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => f64::midpoint(values[n / 2 - 1], values[n / 2]),
+    }
+}
+
+fn median_duration(values: impl Iterator<Item = Duration>) -> Duration {
+    Duration::from_secs_f64(median(values.map(|d| d.as_secs_f64()).collect()))
+}
+
+fn rate(value: f64) -> String {
+    if value >= 10_000.0 {
+        format!("{:.0}k", value / 1e3)
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+fn micros(value: Duration) -> String {
+    let us = value.as_secs_f64() * 1e6;
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+/// The medians of one side's runs: rate, CPU, p50, p99, peak growth, fields.
+struct Summary {
+    rate: f64,
+    cpu_us: f64,
+    allocs: f64,
+    switches: f64,
+    latencies: Option<(Duration, Duration)>,
+    peak_mb: f64,
+    fields: Vec<(&'static str, f64)>,
+}
+
+fn summarize(runs: &[Run]) -> Summary {
+    let latencies = runs.iter().all(|run| run.latencies.is_some()).then(|| {
+        (
+            median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.0))),
+            median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.1))),
+        )
+    });
+    let fields = runs.first().map_or_else(Vec::new, |first| {
+        first
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(at, (name, _))| {
+                (
+                    *name,
+                    median(runs.iter().map(|run| run.fields[at].1).collect()),
+                )
+            })
+            .collect()
+    });
+    Summary {
+        rate: median(runs.iter().map(|run| run.rate).collect()),
+        cpu_us: median(runs.iter().map(|run| run.cpu_us).collect()),
+        allocs: median(runs.iter().map(|run| run.allocs).collect()),
+        switches: median(runs.iter().map(|run| run.switches).collect()),
+        latencies,
+        peak_mb: median(runs.iter().map(|run| run.peak_growth_kib).collect()) / 1024.0,
+        fields,
+    }
+}
+
+fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
+    println!();
+    println!(
+        "backend `{BACKEND}`, baseline: {}; medians of {reps} runs",
+        raw::CLIENT
+    );
+    println!();
+    println!(
+        "| scenario | measured | baseline | ratio | CPU µs/msg, measured / baseline (x) | allocations/msg | context switches/msg | p50 / p99, measured | p50 / p99, baseline | peak RSS growth, MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (scenario, n, measured, baseline) in results {
+        let what = scenario.what.replace("{n}", &thousands(*n));
+        let m = summarize(measured);
+        let (label, base_label) = scenario.sides;
+        let lat = |s: &Summary| {
+            s.latencies.map_or("-".to_owned(), |(p50, p99)| {
+                format!("{} / {}", micros(p50), micros(p99))
+            })
+        };
+        let fields = m
+            .fields
+            .iter()
+            .map(|(name, value)| format!("{name} {value:.1}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if let Some(base_label) = base_label {
+            let b = summarize(baseline);
+            let what = if fields.is_empty() {
+                what
+            } else {
+                format!("{what} ({label}: {fields}; {base_label}: {})", {
+                    b.fields
+                        .iter()
+                        .map(|(name, value)| format!("{name} {value:.1}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+            };
+            println!(
+                "| {what} | {label}: {}/s | {base_label}: {}/s | {:.2} | {:.2} / {:.2} ({:.2} x) | {:.1} / {:.1} | {:.2} / {:.2} | {} | {} | {:.1} / {:.1} |",
+                rate(m.rate),
+                rate(b.rate),
+                m.rate / b.rate,
+                m.cpu_us,
+                b.cpu_us,
+                m.cpu_us / b.cpu_us,
+                m.allocs,
+                b.allocs,
+                m.switches,
+                b.switches,
+                lat(&m),
+                lat(&b),
+                m.peak_mb,
+                b.peak_mb,
+            );
+        } else {
+            let what = if fields.is_empty() {
+                what
+            } else {
+                format!("{what}: {fields}")
+            };
+            println!(
+                "| {what} | {label}: {}/s | - | - | {:.2} | {:.1} | {:.2} | {} | - | {:.1} |",
+                rate(m.rate),
+                m.cpu_us,
+                m.allocs,
+                m.switches,
+                lat(&m),
+                m.peak_mb,
+            );
+        }
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (at, digit) in digits.chars().enumerate() {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Short-lived requesters (`clients [N]`), on the default backend's client
 
 /// One short-lived requester: a REQ (even `n`) or DEALER socket that dials the responder, asks
 /// once, reads its answer and closes. Answers whether the answer carried the request's id.
 async fn ask_once(address: &str, n: u64) -> bool {
     use zeromq::{DealerSocket, ReqSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
     let request = |frames: Vec<Vec<u8>>| {
-        ZmqMessage::try_from(
-            frames
-                .into_iter()
-                .map(Into::into)
-                .collect::<Vec<ruststream::Bytes>>(),
-        )
-        .unwrap()
+        ZmqMessage::try_from(frames.into_iter().map(Into::into).collect::<Vec<Bytes>>()).unwrap()
     };
     let body = serde_json::to_vec(&Job { id: n }).unwrap();
     let frames = vec![b"echo".to_vec(), Vec::new(), body];
@@ -191,7 +1414,6 @@ async fn ask_once(address: &str, n: u64) -> bool {
 /// responder: every one is answered, and the responder keeps nothing per requester (its
 /// resident set after the first tenth and at the end).
 async fn short_lived_requesters(clients: u64, in_flight: usize) {
-    use futures::StreamExt;
     let path =
         std::env::temp_dir().join(format!("ruststream-zmq-bench-{}.sock", std::process::id()));
     let (running, address) = echo_responder(&format!("ipc://{}", path.display())).await;
@@ -207,7 +1429,7 @@ async fn short_lived_requesters(clients: u64, in_flight: usize) {
     while let Some(right) = asks.next().await {
         answered += u64::from(right);
         if answered == clients / 10 {
-            early = resident_kib();
+            early = status_kib("VmRSS:");
         }
     }
     let took = started.elapsed();
@@ -215,33 +1437,17 @@ async fn short_lived_requesters(clients: u64, in_flight: usize) {
         "short-lived requesters: {clients} REQ and DEALER clients, {in_flight} at a time, {answered} \
          answered rightly in {took:?}; resident set {} KiB after the first tenth, {} KiB at the end",
         early.map_or("?".to_owned(), |kib| kib.to_string()),
-        resident_kib().map_or("?".to_owned(), |kib| kib.to_string()),
+        status_kib("VmRSS:").map_or("?".to_owned(), |kib| kib.to_string()),
     );
     running.shutdown().await.unwrap();
     let _ = std::fs::remove_file(path);
 }
 
-fn codec(rounds: u32) {
-    let mut headers = HeaderMap::new();
-    headers.insert("correlation-id", "4f1c2a");
-    headers.insert("x-ruststream-retry-count", "2");
-    headers.insert("x-tenant", "acme");
-    let body = ruststream::Bytes::from(serde_json::to_vec(&Job { id: 7 }).unwrap());
-    let limits = WireLimits::default();
-    let started = Instant::now();
-    for _ in 0..rounds {
-        let frames = wire::encode("payments.eu", &headers, body.clone()).unwrap();
-        let decoded = wire::decode(&frames, &limits, None).unwrap();
-        std::hint::black_box(decoded);
-    }
-    println!(
-        "wire: encode and decode of a 3-header message: {:?} a round",
-        started.elapsed() / rounds
-    );
-}
+// ---------------------------------------------------------------------------------------------
 
 fn main() {
-    if !std::env::args().any(|arg| arg == "--bench") {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|arg| arg == "--bench") {
         println!("figures only: run `cargo bench --bench throughput`");
         return;
     }
@@ -251,7 +1457,6 @@ fn main() {
         .build()
         .unwrap();
     // `cargo bench --bench throughput -- clients [N]`: the short-lived requesters alone.
-    let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|arg| arg == "clients") {
         let clients = args
             .get(at + 1)
@@ -260,9 +1465,100 @@ fn main() {
         runtime.block_on(short_lived_requesters(clients, 32));
         return;
     }
-    codec(200_000);
-    runtime.block_on(async {
-        queue_throughput(100_000).await;
-        request_reply(20_000, 50).await;
-    });
+    let mut reps = 3_usize;
+    // `--only measured` or `--only baseline`: one side alone, for a profiler around the process.
+    let mut only: Option<bool> = None;
+    let mut scale = 1.0_f64;
+    let mut names = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--bench" => {}
+            "--reps" => reps = rest.next().and_then(|n| n.parse().ok()).expect("--reps N"),
+            "--scale" => scale = rest.next().and_then(|n| n.parse().ok()).expect("--scale F"),
+            "--only" => {
+                only = match rest.next().map(String::as_str) {
+                    Some("measured") => Some(false),
+                    Some("baseline") => Some(true),
+                    _ => panic!("--only measured|baseline"),
+                };
+            }
+            "list" => {
+                for scenario in SCENARIOS {
+                    println!("{:16} {}", scenario.name, scenario.what);
+                }
+                return;
+            }
+            name if name.starts_with("--") => {}
+            name => {
+                assert!(
+                    SCENARIOS.iter().any(|s| s.name == name),
+                    "no scenario `{name}`: `list` names them"
+                );
+                names.push(name.to_owned());
+            }
+        }
+    }
+    let chosen: Vec<&Scenario> = SCENARIOS
+        .iter()
+        .filter(|s| names.is_empty() || names.iter().any(|name| name == s.name))
+        .collect();
+    install_subscriber();
+    println!("backend `{BACKEND}`; baseline: {}", raw::CLIENT);
+    let mut results: Vec<(&Scenario, u64, Vec<Run>, Vec<Run>)> = chosen
+        .iter()
+        .map(|&s| {
+            let n = ((s.messages as f64 * scale).round() as u64).max(100);
+            (s, n, Vec::new(), Vec::new())
+        })
+        .collect();
+    // One run thrown away, so that the first measured run does not pay for the process's
+    // first sockets, threads and heap.
+    runtime.block_on(raw_queue(50_000, job_frames, raw_job));
+    for rep in 0..reps {
+        for (scenario, n, measured, baseline) in &mut results {
+            // Interleaved: the measured side first on even repetitions, second on odd ones.
+            let order: &[bool] = match (scenario.sides.1.is_some(), rep % 2) {
+                (false, _) => &[false],
+                (true, 0) => &[false, true],
+                (true, _) => &[true, false],
+            };
+            for &side in order {
+                if only.is_some_and(|only| only != side) {
+                    continue;
+                }
+                let run = runtime.block_on(run_side(scenario, side, *n));
+                let label = if side {
+                    scenario.sides.1.unwrap_or("-")
+                } else {
+                    scenario.sides.0
+                };
+                println!(
+                    "run {}/{reps} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg {:6.1} allocs/msg {:6.2} switches/msg{}{}",
+                    rep + 1,
+                    scenario.name,
+                    label,
+                    rate(run.rate),
+                    run.cpu_us,
+                    run.allocs,
+                    run.switches,
+                    run.latencies.map_or(String::new(), |(p50, p99)| format!(
+                        " p50 {} p99 {}",
+                        micros(p50),
+                        micros(p99)
+                    )),
+                    run.fields
+                        .iter()
+                        .map(|(name, value)| format!("; {name} {value:.1}"))
+                        .collect::<String>(),
+                );
+                if side {
+                    baseline.push(run)
+                } else {
+                    measured.push(run)
+                }
+            }
+        }
+    }
+    print_table(&results, reps);
 }

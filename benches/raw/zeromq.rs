@@ -1,0 +1,216 @@
+//! Raw sockets of the pure-Rust `zeromq` 0.7 client, the baseline of the default backend: each
+//! socket is driven by one tokio task on the bench's runtime, as a service using the client
+//! directly would drive it. Nothing of the crate is used here.
+
+use std::{
+    ops::Range,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use ruststream::Bytes;
+use tokio::task::JoinHandle;
+use zeromq::{
+    DealerSocket, PubSocket, PullSocket, PushSocket, RouterSocket, Socket, SocketRecv, SocketSend,
+    SubSocket, ZmqMessage,
+};
+
+use crate::{Frames, Work};
+
+/// The client the raw rows measure.
+pub const CLIENT: &str = "raw `zeromq` 0.7 sockets, one tokio task each";
+
+fn message<const N: usize>(frames: [Bytes; N]) -> ZmqMessage {
+    ZmqMessage::try_from(frames.to_vec()).expect("frames")
+}
+
+/// A PUSH dialing a bound PULL.
+pub struct Pusher(PushSocket);
+
+impl Pusher {
+    pub async fn dial(address: &str) -> Self {
+        let mut socket = PushSocket::new();
+        socket.connect(address).await.expect("the PUSH dials");
+        Self(socket)
+    }
+
+    pub async fn send(&mut self, frames: Frames) {
+        self.0.send(message(frames)).await.expect("the PUSH sends");
+    }
+
+    /// Sends the messages `make` builds for `ids`, from a task of its own; answers the pusher
+    /// once all have been handed to the socket.
+    pub fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
+        tokio::spawn(async move {
+            for id in ids {
+                self.0
+                    .send(message(make(id)))
+                    .await
+                    .expect("the PUSH sends");
+            }
+            self
+        })
+    }
+
+    pub async fn close(self) {
+        let _ = self.0.close().await;
+    }
+}
+
+/// A bound socket read by one task that hands every message to `work`.
+pub struct Reader {
+    pub address: String,
+    task: JoinHandle<()>,
+}
+
+impl Reader {
+    /// A bound PULL: `work(name, headers, payload)` for each message.
+    pub async fn pull(work: Work) -> Self {
+        let mut socket = PullSocket::new();
+        let address = socket
+            .bind("tcp://127.0.0.1:0")
+            .await
+            .expect("the PULL binds")
+            .to_string();
+        let task = tokio::spawn(async move {
+            while let Ok(message) = socket.recv().await {
+                let frames = message.into_vec();
+                if let [name, headers, payload] = frames.as_slice() {
+                    work(name, headers, payload);
+                }
+            }
+        });
+        Self { address, task }
+    }
+
+    /// A bound ROUTER that answers each `[identity][name][headers][payload]` with
+    /// `[identity][reply][headers][payload]`, `answer` making the last two.
+    pub async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
+        let mut socket = RouterSocket::new();
+        let address = socket
+            .bind("tcp://127.0.0.1:0")
+            .await
+            .expect("the ROUTER binds")
+            .to_string();
+        let task = tokio::spawn(async move {
+            while let Ok(request) = socket.recv().await {
+                let mut frames = request.into_vec();
+                if frames.len() != 4 {
+                    continue;
+                }
+                let (headers, payload) = answer(&frames[2], &frames[3]);
+                let identity = frames.swap_remove(0);
+                let reply = message([identity, Bytes::from_static(b"reply"), headers, payload]);
+                if socket.send(reply).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Self { address, task }
+    }
+
+    /// A SUB dialing `address`, subscribed to `prefix`.
+    pub async fn sub(address: &str, prefix: &str, work: Work, _queue: usize) -> Self {
+        let mut socket = SubSocket::new();
+        socket.connect(address).await.expect("the SUB dials");
+        socket.subscribe(prefix).await.expect("the SUB subscribes");
+        let task = tokio::spawn(async move {
+            while let Ok(message) = socket.recv().await {
+                let frames = message.into_vec();
+                if let [name, headers, payload] = frames.as_slice() {
+                    work(name, headers, payload);
+                }
+            }
+        });
+        Self {
+            address: address.to_owned(),
+            task,
+        }
+    }
+
+    pub async fn close(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+/// A bound PUB.
+pub struct Publisher(PubSocket);
+
+impl Publisher {
+    /// Binds; answers it and its address. `_queue`: the per-peer queue (fixed in this client).
+    pub async fn bind(_queue: usize) -> (Self, String) {
+        let mut socket = PubSocket::new();
+        let address = socket
+            .bind("tcp://127.0.0.1:0")
+            .await
+            .expect("the PUB binds")
+            .to_string();
+        (Self(socket), address)
+    }
+
+    pub async fn send(&mut self, frames: Frames) {
+        self.0.send(message(frames)).await.expect("the PUB sends");
+    }
+
+    pub fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
+        tokio::spawn(async move {
+            for id in ids {
+                self.0.send(message(make(id))).await.expect("the PUB sends");
+            }
+            self
+        })
+    }
+
+    pub async fn close(self) {
+        let _ = self.0.close().await;
+    }
+}
+
+/// A DEALER that asks a ROUTER, keeping up to `window` requests in flight from one task.
+pub struct Asker(DealerSocket);
+
+impl Asker {
+    /// Dials and waits for the answer to one request, so the connection is up.
+    pub async fn dial(address: &str) -> Self {
+        let mut socket = DealerSocket::new();
+        socket.connect(address).await.expect("the DEALER dials");
+        socket
+            .send(message(crate::request(u64::MAX)))
+            .await
+            .expect("the DEALER sends");
+        socket.recv().await.expect("the first answer");
+        Self(socket)
+    }
+
+    /// Asks `ids`, `window` at a time; answers the asker and each request's round trip.
+    pub fn run(mut self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
+        tokio::spawn(async move {
+            let first = ids.start;
+            let total = ids.end - ids.start;
+            let mut sent_at = vec![None::<Instant>; usize::try_from(total).unwrap()];
+            let mut latencies = Vec::with_capacity(sent_at.len());
+            let mut next = ids.start;
+            while (latencies.len() as u64) < total {
+                while next < ids.end && next - first - (latencies.len() as u64) < window {
+                    sent_at[usize::try_from(next - first).unwrap()] = Some(Instant::now());
+                    self.0
+                        .send(message(crate::request(next)))
+                        .await
+                        .expect("the DEALER sends");
+                    next += 1;
+                }
+                let answer = self.0.recv().await.expect("an answer").into_vec();
+                let id = crate::answered(&answer[answer.len() - 1]);
+                if let Some(at) = sent_at[usize::try_from(id - first).unwrap()].take() {
+                    latencies.push(at.elapsed());
+                }
+            }
+            (self, Arc::new(latencies))
+        })
+    }
+
+    pub async fn close(self) {
+        let _ = self.0.close().await;
+    }
+}
