@@ -4,6 +4,9 @@
 # timing-sensitive tests hold under load.
 #
 #   scripts/soak.sh [runs] [binary ...]   # binaries: lib conformance interop live model settlement_warnings
+#
+# The binaries are built with every feature, so on the libzmq backend; for the default backend:
+#   SOAK_FEATURES=testing,asyncapi,metrics scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
@@ -20,7 +23,8 @@ export RUSTSTREAM_ZMQ_PYTHON="$PWD/.venv/bin/python"
 declare -A binary
 while IFS=$'\t' read -r name path; do
     binary[$name]=$path
-done < <(cargo test --all-features --no-run --message-format=json 2>/dev/null |
+done < <(cargo test --features "${SOAK_FEATURES:-testing,asyncapi,metrics,libzmq}" --no-run \
+    --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:
