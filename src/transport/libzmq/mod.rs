@@ -213,15 +213,8 @@ impl Socket {
     /// Waits until the socket has a peer: a dialing one finished its handshake, a bound one
     /// has a peer connected.
     async fn reach(&mut self) {
-        loop {
-            let changed = self.peers.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if self.reached() {
-                return;
-            }
-            changed.await;
-        }
+        let binds = self.binds;
+        self.peers.until(|peers| peers.reached(binds)).await;
     }
 
     fn reached(&self) -> bool {
@@ -242,18 +235,7 @@ impl Socket {
         if !binds {
             return;
         }
-        let _ = tokio::time::timeout(LINGER, async {
-            loop {
-                let changed = peers.changed.notified();
-                tokio::pin!(changed);
-                changed.as_mut().enable();
-                if peers.now().unbound {
-                    return;
-                }
-                changed.await;
-            }
-        })
-        .await;
+        let _ = tokio::time::timeout(LINGER, peers.until(|peers| peers.unbound)).await;
     }
 
     /// Why a send did not leave by its deadline.

@@ -197,6 +197,20 @@ impl Watched {
         self.changed.notify_waiters();
     }
 
+    /// Waits until what the monitor told satisfies `done`.
+    pub(super) async fn until(&self, done: impl Fn(Peers) -> bool) {
+        loop {
+            // Enabled before the check, so that a change between the two is not missed.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if done(self.now()) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
     pub(super) fn now(&self) -> Peers {
         *self.peers.lock().unwrap_or_else(PoisonError::into_inner)
     }
