@@ -270,14 +270,10 @@ async fn answer(ask: &Ask) -> Ask {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_curve_responder_answers_a_listed_pyzmq_dealer_and_not_in_clear() {
-    logs();
-    let server = CurveKeyPair::generate().unwrap();
-    let client = python_keypair();
-    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0")
-        .curve(server.clone())
-        .allow_clients([CurvePublicKey::from_z85(&client.0).unwrap()]);
+/// A service whose bound responder `asks` on `endpoint` answers with [`answer`].
+async fn curve_responder(
+    endpoint: ZmqEndpoint<Bound>,
+) -> (ruststream::runtime::RunningApp, ZmqMonitor) {
     let broker = ZmqRpc::new(endpoint);
     let monitor = broker.monitor();
     let app = RustStream::new(AppInfo::new("curve-rpc", "0.1.0")).with_broker(broker, |b| {
@@ -289,7 +285,18 @@ async fn a_curve_responder_answers_a_listed_pyzmq_dealer_and_not_in_clear() {
         .out_reply(Publish)
         .transform(ToRequester);
     });
-    let running = app.start().await.unwrap();
+    (app.start().await.unwrap(), monitor)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curve_responder_answers_a_listed_pyzmq_dealer_and_not_in_clear() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let client = python_keypair();
+    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0")
+        .curve(server.clone())
+        .allow_clients([CurvePublicKey::from_z85(&client.0).unwrap()]);
+    let (running, monitor) = curve_responder(endpoint).await;
     let relay = Relay::to(&monitor.bound_address().unwrap()).await;
     let mut dealer = PyPeer::connect(
         "DEALER",
@@ -391,18 +398,7 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
     fanout.shutdown().await.unwrap();
 
     // A bound responder (ROUTER) against pyzmq DEALER peers: no request gets through.
-    let broker = ZmqRpc::new(endpoint());
-    let monitor = broker.monitor();
-    let app = RustStream::new(AppInfo::new("curve-refusals", "0.1.0")).with_broker(broker, |b| {
-        b.include(
-            answer
-                .name("asks")
-                .out_retry("asks.retry@tcp://127.0.0.1:1"),
-        )
-        .out_reply(Publish)
-        .transform(ToRequester);
-    });
-    let running = app.start().await.unwrap();
+    let (running, monitor) = curve_responder(endpoint()).await;
     let address = monitor.bound_address().unwrap();
     let ask = json!({"id": 1, "note": SECRET_TEXT}).to_string();
     for options in [
