@@ -274,9 +274,6 @@ impl Socket {
             return Ok(());
         }
         loop {
-            let changed = self.peers.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
             let waits_for_handshake = self.role == Role::Pub && !self.binds && !self.reached();
             if !waits_for_handshake {
                 match self.driven.try_send(frames) {
@@ -284,6 +281,15 @@ impl Socket {
                     Ok(false) => {}
                     Err(err) => return Err(self.send_failed(err)),
                 }
+            }
+            // Only a send that waits listens to the monitor (a send that leaves at once takes no
+            // lock for it), and from before a second look, so that a handshake that finished
+            // in between is not missed.
+            let changed = self.peers.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if waits_for_handshake && self.reached() {
+                continue;
             }
             tokio::select! {
                 _ = self.driven.ready(zmq::POLLOUT), if !waits_for_handshake => {}
