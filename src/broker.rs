@@ -296,12 +296,9 @@ impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
     type Connected = ConnectedZmq<P, S>;
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        #[cfg_attr(not(feature = "libzmq"), expect(unused_mut))]
-        let mut options = SocketOptions::from_settings(&self.settings);
+        let options = SocketOptions::from_settings(&self.settings);
         #[cfg(feature = "libzmq")]
-        {
-            options.security = self.endpoint.security().cloned();
-        }
+        let options = options.secured(self.endpoint.security().cloned());
         let sockets = Transport::sockets(self.monitor.clone(), options);
         self.connect_on(sockets, LocalHost::discover().await)
     }

@@ -95,6 +95,12 @@ impl SocketOptions {
             security: None,
         }
     }
+
+    /// These options with CURVE as the endpoint says.
+    #[cfg(feature = "libzmq")]
+    pub(crate) fn secured(self, security: Option<crate::curve::Security>) -> Self {
+        Self { security, ..self }
+    }
 }
 
 /// A receiving socket.
