@@ -1260,7 +1260,8 @@ struct Summary {
 }
 
 fn summarize(runs: &[Run]) -> Summary {
-    let latencies = runs.iter().all(|run| run.latencies.is_some()).then(|| {
+    // A side left out with `--only` has no runs, and so no latencies.
+    let latencies = (!runs.is_empty() && runs.iter().all(|run| run.latencies.is_some())).then(|| {
         (
             median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.0))),
             median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.1))),
