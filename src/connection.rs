@@ -16,7 +16,7 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
-    intake::{FrameSource, Inbox, Intake, PROBE_TOPIC, Reading, inbox, pump},
+    intake::{Inbox, Intake, PROBE_TOPIC, Reading, pump},
     monitor::ZmqMonitor,
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
@@ -26,12 +26,9 @@ use crate::{
         route_responder,
     },
     settings::Settings,
-    transport::{CLOSE_WAIT, Transport},
+    transport::{CLOSE_WAIT, Inbound, Reader, Received, Transport},
     wire,
 };
-
-/// How many requests wait between a responder's ROUTER and its reader task.
-const REQUESTS: usize = 256;
 
 /// Who holds the endpoint in this process.
 #[derive(Default)]
@@ -191,22 +188,25 @@ impl Connection {
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
         let probe = (self.binds && facts.filters_by_prefix()).then(|| Arc::new(Notify::new()));
         let topics = facts.topics(subscription, probe.as_ref().map(|_| PROBE_TOPIC));
-        let (source, address, reading) = if facts.answers_requests {
-            let (frames_tx, frames_rx) = mpsc::channel(REQUESTS);
+        // A responder's requests are read by its socket's task and decoded as the subscription
+        // takes them; a one-way socket is read by a task of its own.
+        // `read_ahead` messages wait for the subscriber before the socket stops being read (and
+        // the socket's own queue takes the pressure).
+        let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
+        let (source, address) = if facts.answers_requests {
             let (sender, task, address) = self
                 .transport
                 .duplex(
                     role,
                     &self.endpoint,
                     self.binds,
-                    frames_tx,
+                    Inbound::Channel(frames_tx),
                     self.shutdown.subscribe(),
                 )
                 .await?;
             self.spawn(task);
             self.outbound.answer_through(sender);
-            let reading = Reading::Requests;
-            (FrameSource::Channel(frames_rx), address, reading)
+            (Source::Requests, address)
         } else {
             let (reader, address) = if self.binds {
                 // The subscription takes the endpoint: a publisher that bound it for peers lets go.
@@ -225,14 +225,13 @@ impl Connection {
                     .await?;
                 (reader, None)
             };
-            let reading = Reading::OneWay {
-                lone_frame_is_payload: facts.lone_frame_is_payload,
-            };
-            (FrameSource::Socket(reader), address, reading)
+            (Source::Socket(reader, frames_tx), address)
         };
         // A shutdown that came while the socket opened closes it before anyone can dial in.
         if let Err(shut) = self.ensure_open("a subscription") {
-            source.close().await;
+            if let Source::Socket(reader, _) = source {
+                reader.close().await;
+            }
             return Err(shut);
         }
         match &address {
@@ -251,13 +250,25 @@ impl Connection {
         let intake = Intake {
             subscription: Str::from(subscription.to_owned()),
             endpoint: address.as_deref().unwrap_or(&self.endpoint).into(),
-            reading,
+            reading: if facts.answers_requests {
+                Reading::Requests
+            } else {
+                Reading::OneWay {
+                    lone_frame_is_payload: facts.lone_frame_is_payload,
+                }
+            },
             limits: self.settings.limits,
             monitor: self.monitor.clone(),
-            probe: probe.clone(),
         };
-        let (tx, inbox) = inbox(read_ahead);
-        self.spawn(pump(source, intake, tx, self.shutdown.subscribe()));
+        if let Source::Socket(reader, frames_tx) = source {
+            self.spawn(pump(
+                reader,
+                probe.clone(),
+                frames_tx,
+                self.shutdown.subscribe(),
+            ));
+        }
+        let inbox = Inbox::new(frames_rx, intake);
         if let (Some(probe), Some(address)) = (probe, address) {
             self.outbound.reach(&address, &probe, PROBE_TOPIC).await?;
         }
@@ -359,7 +370,7 @@ impl Connection {
                     Some((_, address)) => (address, false),
                     None => (self.endpoint.clone(), self.binds),
                 };
-                let (channel, tasks) = RequestChannel::open(
+                let (channel, task) = RequestChannel::open(
                     &self.transport,
                     &endpoint,
                     binds,
@@ -368,9 +379,7 @@ impl Connection {
                     self.shutdown.subscribe(),
                 )
                 .await?;
-                for task in tasks {
-                    self.spawn(task);
-                }
+                self.spawn(task);
                 Ok(channel)
             })
             .await
@@ -406,4 +415,11 @@ impl Connection {
             .unwrap_or_else(|| self.endpoint.clone());
         tracing::info!(%endpoint, "shut down");
     }
+}
+
+/// Where a subscription's messages come from: its own reader, or the requests a responder's
+/// socket task reads.
+enum Source {
+    Socket(Reader, mpsc::Sender<Received>),
+    Requests,
 }

@@ -4,7 +4,7 @@
 //! Imports: the leaves, `settings`, `transport` and `message`. Built from a transport reader (or
 //! a duplex socket's channel) and the settings; knows nothing of the connection above it.
 
-use std::sync::Arc;
+use std::{sync::Arc, task::Poll};
 
 use futures::Stream;
 use ruststream::{Bytes, Str, Subscriber};
@@ -21,9 +21,14 @@ use crate::{
 /// The topic a bound fan-out's own publisher sends to learn that its listener hears it.
 pub(crate) const PROBE_TOPIC: &str = "\u{1}ruststream-zmq.probe";
 
-/// The channel the reader task fills, as the framework reads a subscription.
+/// What a subscription reads, as the framework reads it: the messages its socket was read for
+/// (by a reader task of its own, or by a responder's socket task), decoded as they are taken.
+///
+/// Decoding here, in the task that runs the handler, leaves the reading task only the socket:
+/// one task of each kind on two cores keeps both busy.
 pub struct Inbox {
-    rx: mpsc::Receiver<ZmqMessage>,
+    rx: mpsc::Receiver<Received>,
+    intake: Intake,
 }
 
 impl Subscriber for Inbox {
@@ -31,7 +36,19 @@ impl Subscriber for Inbox {
     type Error = ZmqError;
 
     fn stream(&mut self) -> impl Stream<Item = Result<ZmqMessage, ZmqError>> + Send + '_ {
-        futures::stream::poll_fn(|cx| self.rx.poll_recv(cx).map(|next| next.map(Ok)))
+        futures::stream::poll_fn(|cx| {
+            loop {
+                // A refused message is passed over; the channel's budget ends a long run of them.
+                match std::task::ready!(self.rx.poll_recv(cx)) {
+                    Some(received) => {
+                        if let Some(message) = self.intake.admit(received) {
+                            return Poll::Ready(Some(Ok(message)));
+                        }
+                    }
+                    None => return Poll::Ready(None),
+                }
+            }
+        })
     }
 }
 
@@ -44,7 +61,7 @@ pub(crate) enum Reading {
     Requests,
 }
 
-/// What the reader task needs to know about its subscription.
+/// What decoding needs to know about a subscription.
 pub(crate) struct Intake {
     /// The subscription's name, for logs and for a lone frame's name.
     pub(crate) subscription: Str,
@@ -53,8 +70,6 @@ pub(crate) struct Intake {
     pub(crate) reading: Reading,
     pub(crate) limits: WireLimits,
     pub(crate) monitor: ZmqMonitor,
-    /// Set on a bound fan-out: told when the broker's own publisher reaches the listener.
-    pub(crate) probe: Option<Arc<Notify>>,
 }
 
 impl Intake {
@@ -62,13 +77,6 @@ impl Intake {
     /// release goes with it.
     fn admit(&self, received: Received) -> Option<ZmqMessage> {
         let Received { frames, release } = received;
-        if let Some(probe) = &self.probe
-            && frames.len() == 1
-            && frames[0] == PROBE_TOPIC.as_bytes()
-        {
-            probe.notify_one();
-            return None;
-        }
         let decoded = match &self.reading {
             Reading::OneWay {
                 lone_frame_is_payload,
@@ -104,58 +112,53 @@ impl Intake {
     }
 }
 
-/// Opens the channel between a reader task and its subscriber: `read_ahead` decoded messages
-/// wait there before the reader stops reading (and the socket's own queue takes the pressure).
-pub(crate) fn inbox(read_ahead: usize) -> (mpsc::Sender<ZmqMessage>, Inbox) {
-    let (tx, rx) = mpsc::channel(read_ahead);
-    (tx, Inbox { rx })
-}
-
-/// Where a reader task takes its frames from: a socket of its own, or a duplex socket's task.
-pub(crate) enum FrameSource {
-    Socket(Reader),
-    Channel(mpsc::Receiver<Received>),
-}
-
-impl FrameSource {
-    async fn next(&mut self) -> Option<Received> {
-        match self {
-            Self::Socket(reader) => Some(reader.recv().await),
-            Self::Channel(rx) => rx.recv().await,
-        }
-    }
-
-    pub(crate) async fn close(self) {
-        if let Self::Socket(reader) = self {
-            reader.close().await;
-        }
+impl Inbox {
+    /// The subscriber of what a reading task hands to `rx`.
+    pub(crate) fn new(rx: mpsc::Receiver<Received>, intake: Intake) -> Self {
+        Self { rx, intake }
     }
 }
 
-/// Reads, decodes and hands over until the broker shuts down (or is dropped) or the subscriber
-/// is dropped, then closes the socket.
+/// Reads and hands over until the broker shuts down (or is dropped) or the subscriber is
+/// dropped, then closes the socket. On a bound fan-out, `probe` is told when the broker's own
+/// publisher reaches the listener.
 pub(crate) async fn pump(
-    mut source: FrameSource,
-    intake: Intake,
-    tx: mpsc::Sender<ZmqMessage>,
+    mut reader: Reader,
+    probe: Option<Arc<Notify>>,
+    tx: mpsc::Sender<Received>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // Both ends are watched by one future each for the whole loop: making them anew for every
+    // message cost more than the decoding.
+    let stop = stopped(&mut shutdown);
+    let closed = tx.closed();
+    tokio::pin!(stop, closed);
     loop {
         let received = tokio::select! {
-            received = source.next() => match received {
-                Some(received) => received,
-                None => break,
-            },
-            () = stopped(&mut shutdown) => break,
-            () = tx.closed() => break,
+            biased;
+            () = &mut stop => break,
+            () = &mut closed => break,
+            received = reader.recv() => received,
         };
-        let Some(message) = intake.admit(received) else {
+        if let Some(probe) = &probe
+            && received.frames.len() == 1
+            && received.frames[0] == PROBE_TOPIC.as_bytes()
+        {
+            probe.notify_one();
             continue;
+        }
+        let message = received;
+        // The subscriber keeps up, as a rule: only a full channel needs a wait.
+        let message = match tx.try_send(message) {
+            Ok(()) => continue,
+            Err(mpsc::error::TrySendError::Closed(_)) => break,
+            Err(mpsc::error::TrySendError::Full(message)) => message,
         };
         tokio::select! {
+            biased;
+            () = &mut stop => break,
             sent = tx.send(message) => if sent.is_err() { break },
-            () = stopped(&mut shutdown) => break,
         }
     }
-    source.close().await;
+    reader.close().await;
 }

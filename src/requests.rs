@@ -14,7 +14,7 @@ use std::{
 };
 
 use ruststream::{Bytes, HeaderMap, Str};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
 use crate::{
     error::ZmqError,
@@ -22,17 +22,15 @@ use crate::{
     monitor::ZmqMonitor,
     pattern::Role,
     settings::Settings,
-    transport::{BoxTask, DuplexSender, Received, Transport},
+    transport::{BoxTask, Done, DuplexSender, Inbound, Received, Transport},
     wire::{self, CORRELATION_ID, WireLimits},
 };
 
-/// How many answers wait between the DEALER and the task that matches them.
-const ANSWERS: usize = 256;
-
-/// A request waiting for its answer: its own number, so that only its own wait removes it.
+/// A request waiting for its answer, or for the error that ends its wait: its own number, so
+/// that only its own wait removes it.
 struct Waiter {
     request: u64,
-    answer: oneshot::Sender<ZmqMessage>,
+    answer: oneshot::Sender<Result<ZmqMessage, ZmqError>>,
 }
 
 /// The requests in flight, by the `correlation-id` their answers carry back. Two requests in
@@ -52,8 +50,8 @@ pub(crate) struct RequestChannel {
 }
 
 impl RequestChannel {
-    /// Opens the DEALER on `endpoint` (bound or dialing): answers the channel and the two tasks
-    /// to spawn, the socket's and the one that matches answers.
+    /// Opens the DEALER on `endpoint` (bound or dialing): answers the channel and the socket's
+    /// task to spawn, which also matches each answer to its request.
     pub(crate) async fn open(
         transport: &Transport,
         endpoint: &str,
@@ -61,23 +59,22 @@ impl RequestChannel {
         settings: &Settings,
         monitor: &ZmqMonitor,
         shutdown: watch::Receiver<bool>,
-    ) -> Result<(Self, [BoxTask; 2]), ZmqError> {
-        let (answers_tx, answers) = mpsc::channel(ANSWERS);
+    ) -> Result<(Self, BoxTask), ZmqError> {
+        let pending = Pending::default();
+        let matcher = Matcher {
+            pending: FailAll(Arc::clone(&pending)),
+            limits: settings.limits,
+            monitor: monitor.clone(),
+            from: endpoint.into(),
+        };
+        let inbound = Inbound::Direct(Box::new(move |answer| matcher.hand(answer)));
         let (sender, socket_task, bound) = transport
-            .duplex(Role::Dealer, endpoint, binds, answers_tx, shutdown)
+            .duplex(Role::Dealer, endpoint, binds, inbound, shutdown)
             .await?;
         if let Some(address) = bound {
             tracing::info!(endpoint = %address, "requesting from responders that dial in");
             monitor.set_bound_address(Some(address));
         }
-        let pending = Pending::default();
-        let matcher = match_answers(
-            answers,
-            Arc::clone(&pending),
-            settings.limits,
-            monitor.clone(),
-            endpoint.to_owned(),
-        );
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_nanos());
@@ -89,7 +86,7 @@ impl RequestChannel {
             endpoint: endpoint.to_owned(),
             send_timeout: settings.send_timeout,
         };
-        Ok((channel, [socket_task, Box::pin(matcher)]))
+        Ok((channel, socket_task))
     }
 
     /// Answers every request in flight with a shut-down error at once.
@@ -141,15 +138,25 @@ impl RequestChannel {
         }
         let _waiting = Waiting {
             pending: &self.pending,
-            id,
+            id: id.clone(),
             request,
         };
+        // A send that fails ends the wait for the answer with its error, so the caller wakes
+        // once: for the answer, or for why there is none.
+        let pending = Arc::clone(&self.pending);
+        let failed = move |sent: Result<(), ZmqError>| {
+            if let Err(err) = sent
+                && let Some(waiter) = take_waiter(&pending, &id, request)
+            {
+                let _ = waiter.answer.send(Err(err));
+            }
+        };
         self.sender
-            .send_within_callers_wait(frames, deadline)
+            .hand(frames, deadline, Done::Call(Box::new(failed)))
             .await?;
         answer.await.map_err(|_| ZmqError::ShutDown {
             what: "a requester",
-        })
+        })?
     }
 
     /// Sends without waiting for an answer.
@@ -166,45 +173,59 @@ impl RequestChannel {
     }
 }
 
-/// Hands each answer to the request waiting for its `correlation-id`.
 /// What a refused answer is counted under, where a subscription's refusals carry its name.
 const ANSWERS_LABEL: &str = "(answers to requests)";
 
-async fn match_answers(
-    mut answers: mpsc::Receiver<Received>,
-    pending: Pending,
+/// Hands each answer to the request waiting for its `correlation-id`, in the DEALER's task.
+/// Dropped with that task (shutdown, a dropped broker), it fails every request still waiting.
+struct Matcher {
+    pending: FailAll,
     limits: WireLimits,
     monitor: ZmqMonitor,
-    endpoint: String,
-) {
-    // However this task ends (shutdown, a dropped broker), nobody waits on for an answer.
-    let _fail = FailAll(&pending);
-    let from: Arc<str> = endpoint.as_str().into();
-    while let Some(Received { frames, release }) = answers.recv().await {
-        let answer = match wire::decode(&frames, &limits, None) {
-            Ok(answer) => ZmqMessage::new(answer, Arc::clone(&from), None, release),
+    from: Arc<str>,
+}
+
+impl Matcher {
+    fn hand(&self, Received { frames, release }: Received) {
+        let answer = match wire::decode(&frames, &self.limits, None) {
+            Ok(answer) => ZmqMessage::new(answer, Arc::clone(&self.from), None, release),
             Err(refusal) => {
-                monitor.count_refusal(ANSWERS_LABEL, &refusal);
-                tracing::warn!(%endpoint, rule = refusal.rule(), "refused an answer from a responder: {refusal}");
-                continue;
+                self.monitor.count_refusal(ANSWERS_LABEL, &refusal);
+                tracing::warn!(endpoint = %self.from, rule = refusal.rule(), "refused an answer from a responder: {refusal}");
+                return;
             }
         };
         let waiter = answer.correlation_id().and_then(|id| {
-            pending
+            self.pending
+                .0
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(id)
         });
         match waiter {
             Some(waiter) => {
-                let _ = waiter.answer.send(answer);
+                let _ = waiter.answer.send(Ok(answer));
             }
             None => tracing::debug!(
-                %endpoint,
+                endpoint = %self.from,
                 correlation_id = answer.correlation_id().unwrap_or("none"),
                 "an answer no request waits for (it timed out, or was never asked)"
             ),
         }
+    }
+}
+
+/// Takes request `request`'s entry out of `pending`, if it is still there; never a later
+/// request's under the same id.
+fn take_waiter(pending: &Pending, id: &Str, request: u64) -> Option<Waiter> {
+    let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+    if pending
+        .get(id)
+        .is_some_and(|waiter| waiter.request == request)
+    {
+        pending.remove(id)
+    } else {
+        None
     }
 }
 
@@ -218,13 +239,7 @@ struct Waiting<'a> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if pending
-            .get(&self.id)
-            .is_some_and(|waiter| waiter.request == self.request)
-        {
-            pending.remove(&self.id);
-        }
+        take_waiter(self.pending, &self.id, self.request);
     }
 }
 
@@ -236,10 +251,10 @@ fn fail_all(pending: &Pending) {
         .clear();
 }
 
-struct FailAll<'a>(&'a Pending);
+struct FailAll(Pending);
 
-impl Drop for FailAll<'_> {
+impl Drop for FailAll {
     fn drop(&mut self) {
-        fail_all(self.0);
+        fail_all(&self.0);
     }
 }

@@ -26,7 +26,7 @@ use tokio::{
     time::{Instant, timeout_at},
 };
 
-use super::{BoxTask, DuplexSender, Received, Release, stopped};
+use super::{BoxTask, DuplexSender, Inbound, Received, Release, stopped};
 use crate::{
     error::ZmqError,
     pattern::{PatternFacts, Role},
@@ -492,7 +492,7 @@ impl Peer {
         role: Role,
         address: &str,
         binds: bool,
-        inbound: mpsc::Sender<Received>,
+        inbound: Inbound,
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
         let (mut reader, resolved) = self.open_reader(role, address, binds, Vec::new())?;
@@ -517,10 +517,15 @@ impl Peer {
                     () = stopped(&mut shutdown) => break,
                     Some((frames, deadline, done)) = outbox.recv() => {
                         let patience = deadline.saturating_duration_since(Instant::now());
-                        let _ = done.send(BUS.send(&address, &sender, frames, patience).await);
+                        done.settle(BUS.send(&address, &sender, frames, patience).await);
                     }
                     received = reader.recv() => {
-                        if inbound.send(received).await.is_err() {
+                        let delivered = match inbound.offer(received) {
+                            Ok(None) => Ok(()),
+                            Ok(Some(waits)) => inbound.room().await.map(|permit| permit.send(waits)),
+                            Err(closed) => Err(closed),
+                        };
+                        if delivered.is_err() {
                             break;
                         }
                     }

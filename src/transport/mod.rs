@@ -9,6 +9,7 @@
 
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
+mod duplex;
 #[cfg(feature = "libzmq")]
 mod libzmq;
 mod writer;
@@ -22,6 +23,9 @@ use libzmq as sockets;
 #[cfg(not(feature = "libzmq"))]
 use zeromq as sockets;
 
+pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
+#[cfg(feature = "libzmq")]
+pub(crate) use duplex::Outbound;
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
 use std::time::Duration;
@@ -29,9 +33,8 @@ use std::time::Duration;
 use ruststream::{Bytes, HeaderMap};
 use tokio::{
     runtime::Handle,
-    sync::{mpsc, oneshot, watch},
+    sync::watch,
     task::JoinHandle,
-    time::{Instant, timeout_at},
 };
 
 use crate::{
@@ -280,7 +283,7 @@ impl Transport {
         role: Role,
         address: &str,
         binds: bool,
-        inbound: mpsc::Sender<Received>,
+        inbound: Inbound,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
         let (backend, address) = (self.backend.clone(), address.to_owned());
@@ -381,66 +384,6 @@ impl Sending {
             #[cfg(feature = "testing")]
             Self::InProcess(writer) => writer.close(),
         }
-    }
-}
-
-/// A send handed to a duplex socket's task, its deadline, and where its outcome goes.
-type Outbound = (Frames, Instant, oneshot::Sender<Result<(), ZmqError>>);
-
-/// What a duplex socket's task reads its sends from.
-type Outbox = mpsc::Receiver<Outbound>;
-
-/// Sends through a duplex socket's task; cheap to clone.
-#[derive(Clone)]
-pub(crate) struct DuplexSender {
-    tx: mpsc::Sender<Outbound>,
-    endpoint: std::sync::Arc<str>,
-}
-
-impl DuplexSender {
-    /// A sender and the outbox its socket task reads from, for the socket on `endpoint`.
-    fn channel(endpoint: &str) -> (Self, Outbox) {
-        let (tx, outbox) = mpsc::channel(64);
-        (
-            Self {
-                tx,
-                endpoint: endpoint.into(),
-            },
-            outbox,
-        )
-    }
-
-    /// Sends one message through the socket: it leaves, or fails naming why, by `deadline`.
-    /// The socket's task drops a message whose deadline passed before its turn.
-    pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
-        timeout_at(deadline, self.send_within_callers_wait(frames, deadline))
-            .await
-            .unwrap_or_else(|_| {
-                // The socket's task is busy connecting, or stuck in a send to a peer that
-                // stopped reading: from here the two look alike.
-                Err(ZmqError::Send {
-                    endpoint: self.endpoint.to_string(),
-                    source: "it did not leave by its deadline: no peer is connected, or the \
-                             peer is not reading"
-                        .into(),
-                })
-            })
-    }
-
-    /// As [`send`](Self::send), for a caller that bounds the wait itself (a request, whose
-    /// timeout covers sending and answering): one timer, not two.
-    pub(crate) async fn send_within_callers_wait(
-        &self,
-        frames: Frames,
-        deadline: Instant,
-    ) -> Result<(), ZmqError> {
-        let gone = || ZmqError::ShutDown { what: "a socket" };
-        let (done, outcome) = oneshot::channel();
-        self.tx
-            .send((frames, deadline, done))
-            .await
-            .map_err(|_| gone())?;
-        outcome.await.map_err(|_| gone())?
     }
 }
 

@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 
 use futures::{StreamExt, channel::mpsc::Receiver};
 use tokio::{
-    sync::{mpsc, watch},
+    sync::watch,
     time::{Instant, sleep, timeout},
 };
 use zeromq::{
@@ -20,7 +20,7 @@ use zeromq::{
     ZmqMessage as ClientMessage,
 };
 
-use super::{DuplexSender, Received, Release, SocketOptions as Options, stopped};
+use super::{Closed, DuplexSender, Inbound, Received, Release, SocketOptions as Options, stopped};
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
 };
@@ -510,8 +510,11 @@ impl Reader {
     pub(crate) async fn recv(&mut self) -> Frames {
         let this = &mut self.0;
         loop {
-            // Without a deadline this only returns once connected.
-            let _ = this.ensure_connected(None).await;
+            // Without a deadline this only returns once connected. The monitor's events are
+            // taken in below, so a connected socket goes straight to reading.
+            if !this.binds && !this.connected {
+                let _ = this.ensure_connected(None).await;
+            }
             tokio::select! {
                 received = this.socket.recv() => match received {
                     Ok(message) => return message.into_vec(),
@@ -621,15 +624,15 @@ impl Duplex {
     /// which hands every received message to `inbound` and ends at shutdown.
     pub(crate) fn run(
         self,
-        inbound: mpsc::Sender<Received>,
+        inbound: Inbound,
         mut shutdown: watch::Receiver<bool>,
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
-        let (sender, mut outbound) = DuplexSender::channel(&self.0.address);
+        let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         let task = async move {
             // One received message waits here while the handler side is full; the socket keeps
             // sending meanwhile, so a reply is never stuck behind the requests it answers.
-            let mut pending: Option<Frames> = None;
+            let mut pending: Option<Received> = None;
             loop {
                 if !this.binds && !this.connected {
                     tokio::select! {
@@ -640,7 +643,7 @@ impl Duplex {
                 tokio::select! {
                     biased;
                     () = stopped(&mut shutdown) => break,
-                    Some((frames, deadline, done)) = outbound.recv() => {
+                    Some((frames, deadline, done)) = outbox.recv() => {
                         let left = deadline.saturating_duration_since(Instant::now());
                         let sent = if left.is_zero() {
                             Err(ZmqError::Send {
@@ -650,17 +653,20 @@ impl Duplex {
                         } else {
                             this.send(frames, left).await
                         };
-                        let _ = done.send(sent);
+                        done.settle(sent);
                     }
-                    permit = inbound.reserve(), if pending.is_some() => match permit {
-                        Ok(permit) => permit.send(Received {
-                            frames: pending.take().unwrap_or_default(),
-                            release: Release::default(),
-                        }),
-                        Err(_) => break,
+                    permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
+                        (Ok(permit), Some(received)) => permit.send(received),
+                        _ => break,
                     },
                     received = this.socket.recv(), if pending.is_none() => match received {
-                        Ok(message) => pending = Some(message.into_vec()),
+                        Ok(message) => match inbound.offer(Received {
+                            frames: message.into_vec(),
+                            release: Release::default(),
+                        }) {
+                            Ok(waits) => pending = waits,
+                            Err(Closed) => break,
+                        },
                         Err(err) => {
                             tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
                             if !this.binds {

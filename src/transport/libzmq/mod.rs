@@ -25,7 +25,7 @@ use std::{
 
 use ruststream::Bytes;
 use tokio::{
-    sync::{mpsc, watch},
+    sync::watch,
     time::{Instant, sleep_until},
 };
 
@@ -34,7 +34,7 @@ use self::{
     security::{curve_available, secure},
     watcher::Watched,
 };
-use super::{DuplexSender, Outbound, Received, Release, SocketOptions, stopped};
+use super::{Closed, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions, stopped};
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
 };
@@ -438,14 +438,14 @@ impl Duplex {
     /// to its deadline, while the socket goes on reading answers.
     pub(crate) fn run(
         self,
-        inbound: mpsc::Sender<Received>,
+        inbound: Inbound,
         mut shutdown: watch::Receiver<bool>,
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         let task = async move {
             // One received message waits here while the handler side is full.
-            let mut pending: Option<Frames> = None;
+            let mut pending: Option<Received> = None;
             // One send waits here for room (a DEALER with no responder yet).
             let mut waiting: Option<Outbound> = None;
             loop {
@@ -462,18 +462,15 @@ impl Duplex {
                     () = stopped(&mut shutdown) => break,
                     () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                         if let Some((_, _, done)) = waiting.take() {
-                            let _ = done.send(Err(this.not_taken()));
+                            done.settle(Err(this.not_taken()));
                         }
                     }
                     Some(outbound) = outbox.recv(), if waiting.is_none() => {
                         waiting = this.offer(outbound);
                     }
-                    permit = inbound.reserve(), if pending.is_some() => match permit {
-                        Ok(permit) => permit.send(Received {
-                            frames: pending.take().unwrap_or_default(),
-                            release: Release::default(),
-                        }),
-                        Err(_) => break,
+                    permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
+                        (Ok(permit), Some(received)) => permit.send(received),
+                        _ => break,
                     },
                     events = this.driven.ready(wanted), if !wanted.is_empty() => {
                         if events.contains(zmq::POLLOUT)
@@ -483,7 +480,14 @@ impl Duplex {
                         }
                         if events.contains(zmq::POLLIN) && pending.is_none() {
                             match this.driven.try_recv() {
-                                Ok(received) => pending = received,
+                                Ok(Some(frames)) => match inbound.offer(Received {
+                                    frames,
+                                    release: Release::default(),
+                                }) {
+                                    Ok(waits) => pending = waits,
+                                    Err(Closed) => break,
+                                },
+                                Ok(None) => {}
                                 Err(err) => tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed"),
                             }
                         }
@@ -491,7 +495,7 @@ impl Duplex {
                 }
             }
             if let Some((_, _, done)) = waiting {
-                let _ = done.send(Err(ZmqError::ShutDown { what: "a socket" }));
+                done.settle(Err(ZmqError::ShutDown { what: "a socket" }));
             }
             this.close().await;
         };
@@ -520,7 +524,7 @@ impl Socket {
                 Err(err) => Err(self.send_failed(err)),
             }
         };
-        let _ = done.send(outcome);
+        done.settle(outcome);
         None
     }
 }

@@ -1,0 +1,149 @@
+//! What a duplex socket's task (ROUTER, DEALER) exchanges with the rest of the crate: the sends
+//! handed to it, where each send's outcome goes, and where what it reads goes.
+//!
+//! Every hop between tasks is a wake-up, and a request-reply round trip is made of little else,
+//! so both ends can skip one: a request's outcome goes straight to the wait for its answer
+//! ([`Done::Call`]), and answers are matched inside the socket's task ([`Inbound::Direct`]).
+//!
+//! Imports: its parent `transport`, and `error` and `wire`.
+
+use tokio::{
+    sync::{
+        mpsc::{self, error::TrySendError},
+        oneshot,
+    },
+    time::{Instant, timeout_at},
+};
+
+use super::Received;
+use crate::{error::ZmqError, wire::Frames};
+
+/// How many sends wait for a duplex socket's task.
+const SENDS: usize = 64;
+
+/// Where the outcome of one send goes.
+pub(crate) enum Done {
+    /// To a caller waiting for it.
+    Tell(oneshot::Sender<Result<(), ZmqError>>),
+    /// To a function called in the socket's task, which must not wait: a request hands a
+    /// failure to the wait for its answer, so the caller wakes once, for the answer or the error.
+    Call(Box<dyn FnOnce(Result<(), ZmqError>) + Send>),
+}
+
+impl Done {
+    /// Reports the outcome; a caller that stopped waiting misses nothing it still needs.
+    pub(crate) fn settle(self, outcome: Result<(), ZmqError>) {
+        match self {
+            Self::Tell(caller) => {
+                let _ = caller.send(outcome);
+            }
+            Self::Call(call) => call(outcome),
+        }
+    }
+}
+
+/// A send handed to a duplex socket's task, its deadline, and where its outcome goes.
+pub(crate) type Outbound = (Frames, Instant, Done);
+
+/// What a duplex socket's task reads its sends from.
+pub(crate) type Outbox = mpsc::Receiver<Outbound>;
+
+/// Where a duplex socket's task hands each message it reads.
+pub(crate) enum Inbound {
+    /// Into a channel another task reads; the socket stops reading while it is full.
+    Channel(mpsc::Sender<Received>),
+    /// To a function called in the socket's task, which must not wait.
+    Direct(Box<dyn Fn(Received) + Send + Sync>),
+}
+
+/// Nobody takes what the socket reads any more: its task ends.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+impl Inbound {
+    /// Hands `received` over at once if there is room, or answers it back to wait for room
+    /// ([`room`](Self::room)).
+    pub(crate) fn offer(&self, received: Received) -> Result<Option<Received>, Closed> {
+        match self {
+            Self::Channel(tx) => match tx.try_send(received) {
+                Ok(()) => Ok(None),
+                Err(TrySendError::Full(received)) => Ok(Some(received)),
+                Err(TrySendError::Closed(_)) => Err(Closed),
+            },
+            Self::Direct(take) => {
+                take(received);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Waits for room, then hands `received` over: for a message [`offer`](Self::offer)
+    /// answered back. Cancel-safe: `received` stays with the caller until there is room.
+    pub(crate) async fn room(&self) -> Result<mpsc::Permit<'_, Received>, Closed> {
+        match self {
+            Self::Channel(tx) => tx.reserve().await.map_err(|_| Closed),
+            // A function takes everything at once, so nothing ever waits for it.
+            Self::Direct(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// Sends through a duplex socket's task; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct DuplexSender {
+    tx: mpsc::Sender<Outbound>,
+    endpoint: std::sync::Arc<str>,
+}
+
+impl DuplexSender {
+    /// A sender and the outbox its socket task reads from, for the socket on `endpoint`.
+    pub(crate) fn channel(endpoint: &str) -> (Self, Outbox) {
+        let (tx, outbox) = mpsc::channel(SENDS);
+        (
+            Self {
+                tx,
+                endpoint: endpoint.into(),
+            },
+            outbox,
+        )
+    }
+
+    /// Sends one message through the socket: it leaves, or fails naming why, by `deadline`.
+    /// The socket's task drops a message whose deadline passed before its turn.
+    pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        let sent = async {
+            let (done, outcome) = oneshot::channel();
+            self.hand(frames, deadline, Done::Tell(done)).await?;
+            outcome.await.map_err(|_| gone())?
+        };
+        timeout_at(deadline, sent).await.unwrap_or_else(|_| {
+            // The socket's task is busy connecting, or stuck in a send to a peer that stopped
+            // reading: from here the two look alike.
+            Err(ZmqError::Send {
+                endpoint: self.endpoint.to_string(),
+                source: "it did not leave by its deadline: no peer is connected, or the peer is \
+                         not reading"
+                    .into(),
+            })
+        })
+    }
+
+    /// Hands a send to the socket's task, its outcome to go to `done`; waits only for room in
+    /// the task's queue, which the caller bounds (a request, whose timeout covers sending and
+    /// answering).
+    pub(crate) async fn hand(
+        &self,
+        frames: Frames,
+        deadline: Instant,
+        done: Done,
+    ) -> Result<(), ZmqError> {
+        self.tx
+            .send((frames, deadline, done))
+            .await
+            .map_err(|_| gone())
+    }
+}
+
+fn gone() -> ZmqError {
+    ZmqError::ShutDown { what: "a socket" }
+}
