@@ -7,6 +7,9 @@
 //!
 //! Imports: its parent `transport`, and `error` and `wire`.
 
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 use tokio::{
     sync::{
         mpsc::{self, error::TrySendError},
@@ -88,11 +91,21 @@ impl Inbound {
     }
 }
 
-/// Sends through a duplex socket's task; cheap to clone.
+/// A send that needs no socket task: a backend whose socket can send from any task (a bound
+/// ROUTER of the `zeromq` client) offers one, and an answer then leaves from the handler's own
+/// task, with no wake-up of the socket's task and none back.
+pub(crate) trait DirectSend: Send + Sync {
+    /// Sends one message; the caller bounds the wait.
+    fn send(&self, frames: Frames) -> BoxFuture<'static, Result<(), ZmqError>>;
+}
+
+/// Sends through a duplex socket's task, or straight through its socket when the backend
+/// offers that; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct DuplexSender {
     tx: mpsc::Sender<Outbound>,
-    endpoint: std::sync::Arc<str>,
+    direct: Option<Arc<dyn DirectSend>>,
+    endpoint: Arc<str>,
 }
 
 impl DuplexSender {
@@ -102,16 +115,28 @@ impl DuplexSender {
         (
             Self {
                 tx,
+                direct: None,
                 endpoint: endpoint.into(),
             },
             outbox,
         )
     }
 
+    /// This sender, sending through `direct` rather than the socket's task.
+    pub(crate) fn direct(self, direct: Arc<dyn DirectSend>) -> Self {
+        Self {
+            direct: Some(direct),
+            ..self
+        }
+    }
+
     /// Sends one message through the socket: it leaves, or fails naming why, by `deadline`.
     /// The socket's task drops a message whose deadline passed before its turn.
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         let sent = async {
+            if let Some(direct) = &self.direct {
+                return direct.send(frames).await;
+            }
             let (done, outcome) = oneshot::channel();
             self.hand(frames, deadline, Done::Tell(done)).await?;
             outcome.await.map_err(|_| gone())?

@@ -7,7 +7,10 @@
 //!
 //! Imports: its parent `transport`, and `endpoint`, `error`, `monitor`, `pattern` and `wire`.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex, PoisonError, Weak},
+    time::Duration,
+};
 
 use futures::{StreamExt, channel::mpsc::Receiver};
 use tokio::{
@@ -15,12 +18,15 @@ use tokio::{
     time::{Instant, sleep, timeout},
 };
 use zeromq::{
-    DealerSocket, PubSocket, PullSocket, PushSocket, RouterSocket, Socket, SocketEvent,
-    SocketOptions, SocketRecv, SocketSend, SubSocket, ZmqError as ClientError,
-    ZmqMessage as ClientMessage,
+    DealerSocket, MultiPeerBackend, PubSocket, PullSocket, PushSocket, RouterRecvHalf,
+    RouterSendHalf, RouterSocket, Socket, SocketEvent, SocketOptions, SocketRecv, SocketSend,
+    SubSocket, ZmqError as ClientError, ZmqMessage as ClientMessage,
 };
 
-use super::{Closed, DuplexSender, Inbound, Received, Release, SocketOptions as Options, stopped};
+use super::{
+    Closed, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options,
+    stopped,
+};
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
 };
@@ -65,22 +71,37 @@ macro_rules! each {
 /// client would hold that connection open for good, so each late arrival the monitor reports
 /// is shut out in turn, until the socket is gone.
 async fn close_client<S: Socket + 'static>(socket: S, events: Receiver<SocketEvent>) {
+    let state = Arc::downgrade(&socket.backend());
+    close_client_of(socket, events, state).await;
+}
+
+/// [`close_client`], where the peers' state is not (or no longer) `socket`'s own: a split
+/// ROUTER's, whose listeners were moved into `socket`.
+async fn close_client_of<S: Socket + 'static>(
+    socket: S,
+    events: Receiver<SocketEvent>,
+    state: Weak<dyn MultiPeerBackend>,
+) {
     // The client's shutdown takes locks that block the thread (`scc`'s `_sync` calls) while its
     // own tasks may hold them across an await: on runtime workers, two such waits stalled every
     // worker for good (seen under load). Closing on the blocking pool leaves the workers free.
     let runtime = tokio::runtime::Handle::current();
-    let closing = tokio::task::spawn_blocking(move || runtime.block_on(close_here(socket, events)));
+    let closing =
+        tokio::task::spawn_blocking(move || runtime.block_on(close_here(socket, events, state)));
     let _ = closing.await;
 }
 
 /// [`close_client`]'s work, on the thread that runs it.
-async fn close_here<S: Socket>(mut socket: S, mut events: Receiver<SocketEvent>) {
+async fn close_here<S: Socket>(
+    mut socket: S,
+    mut events: Receiver<SocketEvent>,
+    backend: Weak<dyn MultiPeerBackend>,
+) {
     // Only a socket that listened can see a late arrival: a dialing one, renewed at every
     // reconnect, needs no watcher.
     let listened = !socket.binds().is_empty();
     // Room in the monitor channel, so that no late arrival goes unreported.
     while events.try_recv().is_ok() {}
-    let backend = Arc::downgrade(&socket.backend());
     let _ = socket.close().await;
     let Some(still_held) = backend.upgrade() else {
         return;
@@ -430,6 +451,14 @@ impl<S: ClientSocket> Supervised<S> {
         }
     }
 
+    /// A send no peer took by its deadline.
+    fn not_taken(&self) -> ZmqError {
+        ZmqError::Send {
+            endpoint: self.address.clone(),
+            source: "it did not leave by its deadline: the peer is not reading".into(),
+        }
+    }
+
     fn send_failed(&self, err: ClientError) -> ZmqError {
         ZmqError::Send {
             endpoint: self.address.clone(),
@@ -629,6 +658,21 @@ impl Duplex {
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
+        // A bound ROUTER's answers leave from the tasks that send them.
+        let mut split = this
+            .binds
+            .then(|| SplitRouter::split(&mut this.socket))
+            .flatten();
+        let direct = split.as_ref().map(|split| {
+            Arc::new(RouterDirect {
+                send: Arc::clone(&split.send),
+                endpoint: this.address.as_str().into(),
+            })
+        });
+        let sender = match &direct {
+            Some(direct) => sender.direct(Arc::clone(direct) as Arc<dyn DirectSend>),
+            None => sender,
+        };
         let task = async move {
             // One received message waits here while the handler side is full; the socket keeps
             // sending meanwhile, so a reply is never stuck behind the requests it answers.
@@ -650,6 +694,10 @@ impl Duplex {
                                 endpoint: this.address.clone(),
                                 source: "its deadline passed before its turn came".into(),
                             })
+                        } else if let Some(direct) = &direct {
+                            timeout(left, direct.send(frames))
+                                .await
+                                .unwrap_or_else(|_| Err(this.not_taken()))
                         } else {
                             this.send(frames, left).await
                         };
@@ -659,7 +707,7 @@ impl Duplex {
                         (Ok(permit), Some(received)) => permit.send(received),
                         _ => break,
                     },
-                    received = this.socket.recv(), if pending.is_none() => match received {
+                    received = read_duplex(&mut this.socket, split.as_mut()), if pending.is_none() => match received {
                         Ok(message) => match inbound.offer(Received {
                             frames: message.into_vec(),
                             release: Release::default(),
@@ -678,8 +726,104 @@ impl Duplex {
                     Some(event) = this.events.next() => this.take(&event).await,
                 }
             }
-            this.close().await;
+            match split {
+                Some(split) => split.close(this).await,
+                None => this.close().await,
+            }
         };
         (sender, task)
+    }
+}
+
+/// Reads a duplex socket: through its receiving half, once split.
+async fn read_duplex(
+    socket: &mut DuplexSocket,
+    split: Option<&mut SplitRouter>,
+) -> Result<ClientMessage, ClientError> {
+    match split {
+        Some(split) => split.recv.recv().await,
+        None => socket.recv().await,
+    }
+}
+
+/// A bound ROUTER in two halves: its task reads with one, and each answer leaves through the
+/// other from the task that sends it ([`RouterDirect`]).
+struct SplitRouter {
+    recv: RouterRecvHalf,
+    /// Taken out at close, so that no send finds the socket after it.
+    send: Arc<Mutex<Option<RouterSendHalf>>>,
+    /// The peers' state the halves share, shut down at close even while a send still holds it.
+    state: Weak<dyn MultiPeerBackend>,
+}
+
+impl SplitRouter {
+    /// Splits the ROUTER in `socket`, leaving in its place a socket that holds only its
+    /// listeners, so that closing that one stops them, as closing the ROUTER would.
+    fn split(socket: &mut DuplexSocket) -> Option<Self> {
+        let DuplexSocket::Router(router) = socket else {
+            return None;
+        };
+        let mut listeners = RouterSocket::new();
+        std::mem::swap(listeners.binds(), router.binds());
+        let DuplexSocket::Router(router) =
+            std::mem::replace(socket, DuplexSocket::Router(listeners))
+        else {
+            return None;
+        };
+        let state = Arc::downgrade(&router.backend());
+        let (send, recv) = router.split();
+        Some(Self {
+            recv,
+            send: Arc::new(Mutex::new(Some(send))),
+            state,
+        })
+    }
+
+    /// Closes the ROUTER: no send starts after this, its listeners stop, and its peers are cut.
+    async fn close(self, supervised: Supervised<DuplexSocket>) {
+        let Self { recv, send, state } = self;
+        drop(send.lock().unwrap_or_else(PoisonError::into_inner).take());
+        drop(recv);
+        let Supervised { socket, events, .. } = supervised;
+        if let DuplexSocket::Router(listeners) = socket {
+            close_client_of(listeners, events, state).await;
+        }
+    }
+}
+
+/// Sends a bound ROUTER's answers from the task that sends them.
+struct RouterDirect {
+    send: Arc<Mutex<Option<RouterSendHalf>>>,
+    endpoint: Arc<str>,
+}
+
+impl DirectSend for RouterDirect {
+    fn send(&self, frames: Frames) -> futures::future::BoxFuture<'static, Result<(), ZmqError>> {
+        let half = self
+            .send
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let endpoint = Arc::clone(&self.endpoint);
+        Box::pin(async move {
+            let Some(mut half) = half else {
+                return Err(ZmqError::ShutDown { what: "a socket" });
+            };
+            let Ok(message) = ClientMessage::try_from(frames) else {
+                return Ok(());
+            };
+            half.send(message).await.map_err(|err| match err {
+                // The identity the answer is addressed to is gone.
+                ClientError::Other(reason) if reason.contains("not found") => {
+                    ZmqError::UnknownPeer {
+                        endpoint: endpoint.to_string(),
+                    }
+                }
+                err => ZmqError::Send {
+                    endpoint: endpoint.to_string(),
+                    source: fault(err),
+                },
+            })
+        })
     }
 }
