@@ -27,7 +27,7 @@ use crate::{
     },
     settings::Settings,
     transport::{CLOSE_WAIT, Inbound, Reader, Received, Transport},
-    wire,
+    wire::{self, Frames},
 };
 
 /// Who holds the endpoint in this process.
@@ -284,39 +284,42 @@ impl Connection {
     ) -> Result<(), ZmqError> {
         let deadline = self.outbound.deadline();
         self.ensure_open("a publisher")?;
+        #[cfg(feature = "testing")]
         let kept = payload.clone();
-        if self.facts.answers_requests {
-            self.publish_from_responder(destination, headers, payload, deadline)
-                .await?;
-        } else {
-            let parsed = Destination::parse(destination)?;
-            let frames = wire::encode(parsed.name, headers, payload)?;
-            let target = self.route(&parsed)?;
-            self.outbound.send(&target, frames, deadline).await?;
+        // Decided before the one wait, so that a publish's future (a retry copy's waits out its
+        // delay in memory) holds the frames and one send, nothing more.
+        let sent = match self.leaving(destination, headers, payload)? {
+            Leaving::Send(target, frames) => self.outbound.send(&target, frames, deadline).await,
+            Leaving::Answer(frames) => self.outbound.answer(frames, destination, deadline).await,
+        };
+        #[cfg(feature = "testing")]
+        if sent.is_ok() {
+            self.transport.published(destination, headers, &kept);
         }
-        self.transport.published(destination, headers, &kept);
-        Ok(())
+        sent
     }
 
-    async fn publish_from_responder(
+    /// The frames of a publish to `destination`, and the way they leave.
+    fn leaving(
         &self,
         destination: &str,
         headers: &HeaderMap,
         payload: Bytes,
-        deadline: tokio::time::Instant,
-    ) -> Result<(), ZmqError> {
-        match route_responder(destination)? {
-            ResponderTarget::Dial { name, endpoint } => {
-                let frames = wire::encode(name, headers, payload)?;
-                self.outbound
-                    .send(&Target::Queue(endpoint.to_owned()), frames, deadline)
-                    .await
-            }
-            ResponderTarget::Reply(requester) => {
-                let frames = wire::encode_reply(&requester, headers, payload)?;
-                self.outbound.answer(frames, destination, deadline).await
-            }
+    ) -> Result<Leaving, ZmqError> {
+        if !self.facts.answers_requests {
+            let parsed = Destination::parse(destination)?;
+            let frames = wire::encode(parsed.name, headers, payload)?;
+            return Ok(Leaving::Send(self.route(&parsed)?, frames));
         }
+        Ok(match route_responder(destination)? {
+            ResponderTarget::Dial { name, endpoint } => Leaving::Send(
+                Target::Queue(endpoint.to_owned()),
+                wire::encode(name, headers, payload)?,
+            ),
+            ResponderTarget::Reply(requester) => {
+                Leaving::Answer(wire::encode_reply(&requester, headers, payload)?)
+            }
+        })
     }
 
     /// Where a publish to `destination` leaves: the routing decision, over who holds the
@@ -422,4 +425,11 @@ impl Connection {
 enum Source {
     Socket(Reader, mpsc::Sender<Received>),
     Requests,
+}
+
+/// How a publish leaves: through the writer for a target, or as an answer through the
+/// responder's ROUTER.
+enum Leaving {
+    Send(Target, Frames),
+    Answer(Frames),
 }

@@ -96,6 +96,17 @@ impl Outbound {
         Ok(writer)
     }
 
+    /// The writer for `target` if it is open and nobody is opening one right now.
+    fn open_writer(&self, target: &Target) -> Option<Result<Writer, ZmqError>> {
+        let writers = self.writers.try_lock().ok()?;
+        if writers.closed {
+            return Some(Err(ZmqError::ShutDown {
+                what: "a publisher",
+            }));
+        }
+        writers.open.get(target).map(|(writer, _)| Ok(writer.clone()))
+    }
+
     /// Opens the writer for `target` now, so that peers can reach it before anything is sent.
     pub(crate) async fn open(&self, target: &Target) -> Result<(), ZmqError> {
         self.writer(target).await.map(drop)
@@ -114,15 +125,22 @@ impl Outbound {
         frames: Frames,
         deadline: Instant,
     ) -> Result<(), ZmqError> {
-        let sent = match timeout_at(deadline, self.writer(target)).await {
-            Ok(writer) => match writer {
-                Ok(writer) => writer.send(frames, deadline).await,
-                Err(err) => Err(err),
-            },
-            Err(_) => Err(ZmqError::Send {
-                endpoint: target.address().to_owned(),
-                source: "its socket did not open before the send's deadline".into(),
-            }),
+        // A writer already open is found without a wait; opening one is boxed, so that the
+        // future of every send (a retry copy's waits out its delay in memory) stays small.
+        let writer = match self.open_writer(target) {
+            Some(writer) => writer,
+            None => Box::pin(timeout_at(deadline, self.writer(target)))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ZmqError::Send {
+                        endpoint: target.address().to_owned(),
+                        source: "its socket did not open before the send's deadline".into(),
+                    })
+                }),
+        };
+        let sent = match writer {
+            Ok(writer) => writer.send(frames, deadline).await,
+            Err(err) => Err(err),
         };
         self.count(&sent);
         sent

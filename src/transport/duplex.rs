@@ -7,7 +7,7 @@
 //!
 //! Imports: its parent `transport`, and `error` and `wire`.
 
-use std::sync::Arc;
+use std::{sync::Arc, task::Poll};
 
 use futures::future::BoxFuture;
 use tokio::{
@@ -133,15 +133,19 @@ impl DuplexSender {
     /// Sends one message through the socket: it leaves, or fails naming why, by `deadline`.
     /// The socket's task drops a message whose deadline passed before its turn.
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
-        let sent = async {
-            if let Some(direct) = &self.direct {
-                return direct.send(frames).await;
+        // Every wait is boxed, and taken only when needed: the future of a send that leaves at
+        // once stays small (a retry copy's waits out its delay in memory).
+        let sent = match &self.direct {
+            Some(direct) => {
+                let mut sending = direct.send(frames);
+                if let Poll::Ready(sent) = futures::poll!(sending.as_mut()) {
+                    return sent;
+                }
+                Box::pin(timeout_at(deadline, sending)).await
             }
-            let (done, outcome) = oneshot::channel();
-            self.hand(frames, deadline, Done::Tell(done)).await?;
-            outcome.await.map_err(|_| gone())?
+            None => Box::pin(timeout_at(deadline, self.through_task(frames, deadline))).await,
         };
-        timeout_at(deadline, sent).await.unwrap_or_else(|_| {
+        sent.unwrap_or_else(|_| {
             // The socket's task is busy connecting, or stuck in a send to a peer that stopped
             // reading: from here the two look alike.
             Err(ZmqError::Send {
@@ -151,6 +155,13 @@ impl DuplexSender {
                     .into(),
             })
         })
+    }
+
+    /// Sends through the socket's task and waits for the outcome.
+    async fn through_task(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        let (done, outcome) = oneshot::channel();
+        self.hand(frames, deadline, Done::Tell(done)).await?;
+        outcome.await.map_err(|_| gone())?
     }
 
     /// Hands a send to the socket's task, its outcome to go to `done`; waits only for room in

@@ -220,11 +220,24 @@ impl Writer {
             }
             // It waits (for a connection, for room at the peer): the runtime finishes it.
             let sending = self.runtime.spawn(sending);
-            return match timeout_at(deadline, sending).await {
-                Ok(sent) => sent.map_err(|_| gone())?,
-                Err(_) => Err(self.did_not_leave()),
-            };
+            return Box::pin(async move {
+                match timeout_at(deadline, sending).await {
+                    Ok(sent) => sent.map_err(|_| gone())?,
+                    Err(_) => Err(self.did_not_leave()),
+                }
+            })
+            .await;
         }
+        // The waits are boxed: the future of a send that leaves at once (the usual case) stays
+        // small, and a retry copy's waits out its delay in memory.
+        Box::pin(self.queued(frames, deadline)).await
+    }
+
+    /// Hands one message to the socket's task and waits for the outcome, by `deadline`.
+    async fn queued(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        let gone = || ZmqError::ShutDown {
+            what: "a publisher",
+        };
         let Ok(permit) = timeout_at(deadline, self.jobs.reserve()).await else {
             let why = "the peer is not reading: the socket's queue stayed full until the \
                        deadline"
