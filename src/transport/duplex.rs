@@ -123,6 +123,7 @@ impl DuplexSender {
     }
 
     /// This sender, sending through `direct` rather than the socket's task.
+    #[cfg(not(feature = "libzmq"))]
     pub(crate) fn direct(self, direct: Arc<dyn DirectSend>) -> Self {
         Self {
             direct: Some(direct),

@@ -23,7 +23,9 @@ use libzmq as sockets;
 #[cfg(not(feature = "libzmq"))]
 use zeromq as sockets;
 
-pub(crate) use duplex::{Closed, DirectSend, Done, DuplexSender, Inbound};
+pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
+#[cfg(not(feature = "libzmq"))]
+pub(crate) use duplex::DirectSend;
 #[cfg(feature = "libzmq")]
 pub(crate) use duplex::Outbound;
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
