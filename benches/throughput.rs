@@ -1261,12 +1261,13 @@ struct Summary {
 
 fn summarize(runs: &[Run]) -> Summary {
     // A side left out with `--only` has no runs, and so no latencies.
-    let latencies = (!runs.is_empty() && runs.iter().all(|run| run.latencies.is_some())).then(|| {
-        (
-            median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.0))),
-            median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.1))),
-        )
-    });
+    let latencies =
+        (!runs.is_empty() && runs.iter().all(|run| run.latencies.is_some())).then(|| {
+            (
+                median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.0))),
+                median_duration(runs.iter().filter_map(|run| run.latencies.map(|l| l.1))),
+            )
+        });
     let fields = runs.first().map_or_else(Vec::new, |first| {
         first
             .fields

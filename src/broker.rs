@@ -43,7 +43,7 @@ pub trait Pattern: sealed::Sealed + Send + Sync + 'static {
     /// What the connection needs to know of the pattern.
     #[doc(hidden)]
     const FACTS: PatternFacts;
-    /// Wraps the reader task's channel into this pattern's subscriber, assembling batches for at
+    /// Wraps the subscription's inbox into this pattern's subscriber, assembling batches for at
     /// most `batch_wait`.
     #[doc(hidden)]
     fn subscriber(inbox: Inbox, batch_wait: Duration) -> Self::Subscriber;
@@ -191,7 +191,7 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
         self
     }
 
-    /// How many decoded messages wait for a subscription's handler before its socket stops being
+    /// How many messages read from the socket wait for a subscription's handler before its socket stops being
     /// read (default 256, at least 1); past that the peer's own queue takes the pressure. A
     /// subscription may set its own ([`Subscription::read_ahead`](crate::Subscription::read_ahead)).
     #[must_use]

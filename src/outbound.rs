@@ -104,7 +104,10 @@ impl Outbound {
                 what: "a publisher",
             }));
         }
-        writers.open.get(target).map(|(writer, _)| Ok(writer.clone()))
+        writers
+            .open
+            .get(target)
+            .map(|(writer, _)| Ok(writer.clone()))
     }
 
     /// Opens the writer for `target` now, so that peers can reach it before anything is sent.

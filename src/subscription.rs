@@ -115,7 +115,7 @@ fn named<P, S: Side, State>(
 }
 
 impl<P, S: Side, State> Subscription<P, S, State> {
-    /// How many decoded messages wait for this subscription's handler before its socket stops
+    /// How many messages read from the socket wait for this subscription's handler before its socket stops
     /// being read (at least 1); the broker's `read_ahead` where unset.
     ///
     /// ```
@@ -266,7 +266,7 @@ impl<P, S: Side> WantsDestination for Subscription<P, S, WantsRetryDestination> 
 /// # let _ = app;
 /// ```
 pub trait Tune: Declared {
-    /// How many decoded messages wait for the handler before the socket stops being read.
+    /// How many messages read from the socket wait for the handler before the socket stops being read.
     fn read_ahead(self, messages: usize) -> Self::Settings
     where
         Self::Settings: TuneStep,

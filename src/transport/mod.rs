@@ -23,22 +23,18 @@ use libzmq as sockets;
 #[cfg(not(feature = "libzmq"))]
 use zeromq as sockets;
 
-pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
 #[cfg(not(feature = "libzmq"))]
 pub(crate) use duplex::DirectSend;
 #[cfg(feature = "libzmq")]
 pub(crate) use duplex::Outbound;
+pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
 use std::time::Duration;
 
 #[cfg(feature = "testing")]
 use ruststream::{Bytes, HeaderMap};
-use tokio::{
-    runtime::Handle,
-    sync::watch,
-    task::JoinHandle,
-};
+use tokio::{runtime::Handle, sync::watch, task::JoinHandle};
 
 use crate::{
     error::ZmqError, monitor::ZmqMonitor, pattern::Role, settings::Settings, wire::Frames,

@@ -24,8 +24,7 @@ use zeromq::{
 };
 
 use super::{
-    Closed, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options,
-    stopped,
+    Closed, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
