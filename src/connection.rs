@@ -367,6 +367,14 @@ impl Connection {
     /// dials that responder's listener.
     pub(crate) async fn requests(&self) -> Result<&RequestChannel, ZmqError> {
         self.ensure_open("a requester")?;
+        if let Some(requests) = self.requests.get() {
+            return Ok(requests);
+        }
+        // Opening is boxed, so that the future of every request stays small.
+        Box::pin(self.open_requests()).await
+    }
+
+    async fn open_requests(&self) -> Result<&RequestChannel, ZmqError> {
         self.requests
             .get_or_try_init(|| async {
                 let (endpoint, binds) = match self.listener() {
