@@ -284,6 +284,10 @@ impl Connection {
     ) -> Result<(), ZmqError> {
         let deadline = self.outbound.deadline();
         self.ensure_open("a publisher")?;
+        // A send that leaves at once waits for nothing, so a loop of publishes would hold its
+        // worker until a queue fills: each takes a unit of the task's budget, as tokio's own
+        // resources do, and the task yields when it is spent.
+        tokio::task::consume_budget().await;
         #[cfg(feature = "testing")]
         let kept = payload.clone();
         // Decided before the one wait, so that a publish's future (a retry copy's waits out its
