@@ -191,9 +191,10 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
         self
     }
 
-    /// How many messages read from the socket wait for a subscription's handler before its socket stops being
-    /// read (default 256, at least 1); past that the peer's own queue takes the pressure. A
-    /// subscription may set its own ([`Subscription::read_ahead`](crate::Subscription::read_ahead)).
+    /// How many messages read from the socket wait for a subscription's handler before its
+    /// socket stops being read (default 256, at least 1); past that the peer's own queue takes
+    /// the pressure. A subscription may set its own
+    /// ([`Subscription::read_ahead`](crate::Subscription::read_ahead)).
     #[must_use]
     pub fn read_ahead(mut self, messages: usize) -> Self {
         self.settings.read_ahead = messages;

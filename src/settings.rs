@@ -14,8 +14,8 @@ pub struct Settings {
     pub(crate) send_timeout: Duration,
     /// How long a partial batch waits for more messages, unless a subscription says.
     pub(crate) batch_wait: Duration,
-    /// How many messages read from the socket wait for the handler before the reader stops reading, unless a
-    /// subscription says.
+    /// How many messages read from the socket wait for the handler before the socket stops
+    /// being read, unless a subscription says.
     pub(crate) read_ahead: usize,
     /// How many messages a socket queues for one peer, each way (libzmq's high-water marks).
     pub(crate) peer_queue: usize,

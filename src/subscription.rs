@@ -115,8 +115,8 @@ fn named<P, S: Side, State>(
 }
 
 impl<P, S: Side, State> Subscription<P, S, State> {
-    /// How many messages read from the socket wait for this subscription's handler before its socket stops
-    /// being read (at least 1); the broker's `read_ahead` where unset.
+    /// How many messages read from the socket wait for this subscription's handler before its
+    /// socket stops being read (at least 1); the broker's `read_ahead` where unset.
     ///
     /// ```
     /// use std::time::Duration;
@@ -266,7 +266,8 @@ impl<P, S: Side> WantsDestination for Subscription<P, S, WantsRetryDestination> 
 /// # let _ = app;
 /// ```
 pub trait Tune: Declared {
-    /// How many messages read from the socket wait for the handler before the socket stops being read.
+    /// How many messages read from the socket wait for the handler before the socket stops
+    /// being read.
     fn read_ahead(self, messages: usize) -> Self::Settings
     where
         Self::Settings: TuneStep,
