@@ -38,6 +38,13 @@ type Socket = Arc<tokio::sync::Mutex<Option<Sending>>>;
 /// How long closing waits for a writer's task to close its socket.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
+/// What a send fails with once the writer's socket is closed.
+fn gone() -> ZmqError {
+    ZmqError::ShutDown {
+        what: "a publisher",
+    }
+}
+
 /// Why sends to a destination fail at once, since when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Failing {
@@ -205,9 +212,6 @@ impl Writer {
                 failing.reason
             )));
         }
-        let gone = || ZmqError::ShutDown {
-            what: "a publisher",
-        };
         let on_runtime = Handle::try_current().is_ok_and(|here| here.id() == self.runtime.id());
         if on_runtime
             && self.jobs.capacity() == QUEUE
@@ -235,9 +239,6 @@ impl Writer {
 
     /// Hands one message to the socket's task and waits for the outcome, by `deadline`.
     async fn queued(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
-        let gone = || ZmqError::ShutDown {
-            what: "a publisher",
-        };
         let Ok(permit) = timeout_at(deadline, self.jobs.reserve()).await else {
             let why = "the peer is not reading: the socket's queue stayed full until the \
                        deadline"
@@ -288,9 +289,7 @@ async fn send_on(
     shared: Arc<Shared>,
 ) -> Result<(), ZmqError> {
     let Some(socket) = socket.as_mut() else {
-        return Err(ZmqError::ShutDown {
-            what: "a publisher",
-        });
+        return Err(gone());
     };
     let sent = socket.send(frames, patience).await;
     match &sent {

@@ -181,6 +181,20 @@ fn fault(err: ClientError) -> crate::error::SocketFault {
     Box::new(err)
 }
 
+/// What a send to `endpoint` that the client refused fails with: a ROUTER asked to answer an
+/// identity that is gone, or the client's own error.
+fn send_error(endpoint: &str, err: ClientError) -> ZmqError {
+    match err {
+        ClientError::Other(reason) if reason.contains("not found") => ZmqError::UnknownPeer {
+            endpoint: endpoint.to_owned(),
+        },
+        err => ZmqError::Send {
+            endpoint: endpoint.to_owned(),
+            source: fault(err),
+        },
+    }
+}
+
 /// What every client socket kind offers the supervisor.
 trait ClientSocket: Sized + Send {
     async fn fresh(role: Role, topics: &[String]) -> Self;
@@ -450,21 +464,6 @@ impl<S: ClientSocket> Supervised<S> {
         }
     }
 
-    /// A send no peer took by its deadline.
-    fn not_taken(&self) -> ZmqError {
-        ZmqError::Send {
-            endpoint: self.address.clone(),
-            source: "it did not leave by its deadline: the peer is not reading".into(),
-        }
-    }
-
-    fn send_failed(&self, err: ClientError) -> ZmqError {
-        ZmqError::Send {
-            endpoint: self.address.clone(),
-            source: fault(err),
-        }
-    }
-
     async fn close(self) {
         self.socket.close(self.events).await;
     }
@@ -488,17 +487,13 @@ impl<S: SendingSocket> Supervised<S> {
                     message = back;
                     self.no_peer(deadline).await;
                 }
-                // A ROUTER asked to answer an identity that is gone.
-                Err(ClientError::Other(reason)) if reason.contains("not found") => {
-                    return Err(ZmqError::UnknownPeer {
-                        endpoint: self.address.clone(),
-                    });
-                }
                 Err(err) => {
-                    if !self.binds {
+                    let failed = send_error(&self.address, err);
+                    // A ROUTER asked to answer an identity that is gone keeps its socket.
+                    if !self.binds && !matches!(failed, ZmqError::UnknownPeer { .. }) {
                         self.renew().await;
                     }
-                    return Err(self.send_failed(err));
+                    return Err(failed);
                 }
             }
         }
@@ -657,19 +652,17 @@ impl Duplex {
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
-        // A bound ROUTER's answers leave from the tasks that send them.
+        // A bound ROUTER's answers leave from the tasks that send them, never through this
+        // task's outbox.
         let mut split = this
             .binds
             .then(|| SplitRouter::split(&mut this.socket))
             .flatten();
-        let direct = split.as_ref().map(|split| {
-            Arc::new(RouterDirect {
+        let sender = match &split {
+            Some(split) => sender.direct(Arc::new(RouterDirect {
                 send: Arc::clone(&split.send),
                 endpoint: this.address.as_str().into(),
-            })
-        });
-        let sender = match &direct {
-            Some(direct) => sender.direct(Arc::clone(direct) as Arc<dyn DirectSend>),
+            })),
             None => sender,
         };
         let task = async move {
@@ -693,10 +686,6 @@ impl Duplex {
                                 endpoint: this.address.clone(),
                                 source: "its deadline passed before its turn came".into(),
                             })
-                        } else if let Some(direct) = &direct {
-                            timeout(left, direct.send(frames))
-                                .await
-                                .unwrap_or_else(|_| Err(this.not_taken()))
                         } else {
                             this.send(frames, left).await
                         };
@@ -811,18 +800,9 @@ impl DirectSend for RouterDirect {
             let Ok(message) = ClientMessage::try_from(frames) else {
                 return Ok(());
             };
-            half.send(message).await.map_err(|err| match err {
-                // The identity the answer is addressed to is gone.
-                ClientError::Other(reason) if reason.contains("not found") => {
-                    ZmqError::UnknownPeer {
-                        endpoint: endpoint.to_string(),
-                    }
-                }
-                err => ZmqError::Send {
-                    endpoint: endpoint.to_string(),
-                    source: fault(err),
-                },
-            })
+            half.send(message)
+                .await
+                .map_err(|err| send_error(&endpoint, err))
         })
     }
 }
