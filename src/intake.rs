@@ -129,7 +129,7 @@ pub(crate) async fn pump(
     mut shutdown: watch::Receiver<bool>,
 ) {
     // Both ends are watched by one future each for the whole loop: making them anew for every
-    // message cost more than the decoding.
+    // message cost more than reading it.
     let stop = stopped(&mut shutdown);
     let closed = tx.closed();
     tokio::pin!(stop, closed);
@@ -147,17 +147,16 @@ pub(crate) async fn pump(
             probe.notify_one();
             continue;
         }
-        let message = received;
         // The subscriber keeps up, as a rule: only a full channel needs a wait.
-        let message = match tx.try_send(message) {
+        let received = match tx.try_send(received) {
             Ok(()) => continue,
             Err(mpsc::error::TrySendError::Closed(_)) => break,
-            Err(mpsc::error::TrySendError::Full(message)) => message,
+            Err(mpsc::error::TrySendError::Full(received)) => received,
         };
         tokio::select! {
             biased;
             () = &mut stop => break,
-            sent = tx.send(message) => if sent.is_err() { break },
+            sent = tx.send(received) => if sent.is_err() { break },
         }
     }
     reader.close().await;

@@ -34,6 +34,18 @@ struct Writers {
     closed: bool,
 }
 
+impl Writers {
+    /// The writer open for `target`, a shut-down error once closed, or nothing yet.
+    fn found(&self, target: &Target) -> Option<Result<Writer, ZmqError>> {
+        if self.closed {
+            return Some(Err(ZmqError::ShutDown {
+                what: "a publisher",
+            }));
+        }
+        self.open.get(target).map(|(writer, _)| Ok(writer.clone()))
+    }
+}
+
 /// A connection's sending sockets.
 pub(crate) struct Outbound {
     transport: Transport,
@@ -66,13 +78,8 @@ impl Outbound {
     /// The writer for `target`, opened on first use and kept until the connection closes.
     async fn writer(&self, target: &Target) -> Result<Writer, ZmqError> {
         let mut writers = self.writers.lock().await;
-        if writers.closed {
-            return Err(ZmqError::ShutDown {
-                what: "a publisher",
-            });
-        }
-        if let Some((writer, _)) = writers.open.get(target) {
-            return Ok(writer.clone());
+        if let Some(found) = writers.found(target) {
+            return found;
         }
         let opened = match target {
             Target::Dial(address) => {
@@ -98,16 +105,7 @@ impl Outbound {
 
     /// The writer for `target` if it is open and nobody is opening one right now.
     fn open_writer(&self, target: &Target) -> Option<Result<Writer, ZmqError>> {
-        let writers = self.writers.try_lock().ok()?;
-        if writers.closed {
-            return Some(Err(ZmqError::ShutDown {
-                what: "a publisher",
-            }));
-        }
-        writers
-            .open
-            .get(target)
-            .map(|(writer, _)| Ok(writer.clone()))
+        self.writers.try_lock().ok()?.found(target)
     }
 
     /// Opens the writer for `target` now, so that peers can reach it before anything is sent.
