@@ -91,12 +91,27 @@ impl Inbound {
     }
 }
 
-/// A send that needs no socket task: a backend whose socket can send from any task (a bound
-/// ROUTER of the `zeromq` client) offers one, and an answer then leaves from the handler's own
-/// task, with no wake-up of the socket's task and none back.
+/// A send that needs no socket task: a backend whose socket can send from any task offers one
+/// (a bound ROUTER of the `zeromq` client, every ROUTER and DEALER of libzmq), and a message
+/// then leaves from the sender's own task, with no wake-up of the socket's task and none back.
 pub(crate) trait DirectSend: Send + Sync {
-    /// Sends one message; the caller bounds the wait.
-    fn send(&self, frames: Frames) -> BoxFuture<'static, Result<(), ZmqError>>;
+    /// Sends one message, or answers it back when only the socket's task can send it.
+    fn send(&self, frames: Frames) -> Direct;
+}
+
+/// How a [`DirectSend`] went.
+pub(crate) enum Direct {
+    /// It left, or failed for good.
+    Now(Result<(), ZmqError>),
+    /// It leaves when this completes (a client whose sends are futures); the caller bounds
+    /// the wait.
+    #[cfg_attr(
+        feature = "libzmq",
+        expect(dead_code, reason = "libzmq's sends never wait: they leave or answer back")
+    )]
+    Later(BoxFuture<'static, Result<(), ZmqError>>),
+    /// The socket's task sends it: the socket has no room now, and that task waits for room.
+    ToTask(Frames),
 }
 
 /// Sends through a duplex socket's task, or straight through its socket when the backend
@@ -123,7 +138,6 @@ impl DuplexSender {
     }
 
     /// This sender, sending through `direct` rather than the socket's task.
-    #[cfg(not(feature = "libzmq"))]
     pub(crate) fn direct(self, direct: Arc<dyn DirectSend>) -> Self {
         Self {
             direct: Some(direct),
@@ -136,37 +150,51 @@ impl DuplexSender {
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         // Every wait is boxed, and taken only when needed: the future of a send that leaves at
         // once stays small (a retry copy's waits out its delay in memory).
-        let sent = match &self.direct {
-            Some(direct) => {
-                let mut sending = direct.send(frames);
+        let sent = match self.try_direct(frames) {
+            Direct::Now(sent) => return sent,
+            Direct::Later(mut sending) => {
                 if let Poll::Ready(sent) = futures::poll!(sending.as_mut()) {
                     return sent;
                 }
                 Box::pin(timeout_at(deadline, sending)).await
             }
-            None => Box::pin(timeout_at(deadline, self.through_task(frames, deadline))).await,
+            Direct::ToTask(frames) => {
+                Box::pin(timeout_at(deadline, self.through_task(frames, deadline))).await
+            }
         };
-        sent.unwrap_or_else(|_| {
-            // The socket's task is busy connecting, or stuck in a send to a peer that stopped
-            // reading: from here the two look alike.
-            Err(ZmqError::Send {
-                endpoint: self.endpoint.to_string(),
-                source: "it did not leave by its deadline: no peer is connected, or the peer is \
-                         not reading"
-                    .into(),
-            })
-        })
+        sent.unwrap_or_else(|_| Err(self.late()))
+    }
+
+    /// Sends straight through the socket, when the backend offers that.
+    fn try_direct(&self, frames: Frames) -> Direct {
+        match &self.direct {
+            Some(direct) => direct.send(frames),
+            None => Direct::ToTask(frames),
+        }
+    }
+
+    /// Why a send did not leave by its deadline.
+    fn late(&self) -> ZmqError {
+        // The socket's task is busy connecting, or stuck in a send to a peer that stopped
+        // reading: from here the two look alike.
+        ZmqError::Send {
+            endpoint: self.endpoint.to_string(),
+            source: "it did not leave by its deadline: no peer is connected, or the peer is not \
+                     reading"
+                .into(),
+        }
     }
 
     /// Sends through the socket's task and waits for the outcome.
     async fn through_task(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         let (done, outcome) = oneshot::channel();
-        self.hand(frames, deadline, Done::Tell(done)).await?;
+        self.queue(frames, deadline, Done::Tell(done)).await?;
         outcome.await.map_err(|_| gone())?
     }
 
-    /// Hands a send to the socket's task, its outcome to go to `done`; waits only for room in
-    /// the task's queue, which the caller bounds (a request, whose timeout covers sending and
+    /// Sends through the socket, its outcome to go to `done`: straight away when the backend
+    /// can, or handed to the socket's task. Waits only for room in that task's queue, or for a
+    /// direct send, which the caller bounds (a request, whose timeout covers sending and
     /// answering).
     pub(crate) async fn hand(
         &self,
@@ -174,6 +202,23 @@ impl DuplexSender {
         deadline: Instant,
         done: Done,
     ) -> Result<(), ZmqError> {
+        let frames = match self.try_direct(frames) {
+            Direct::Now(sent) => {
+                done.settle(sent);
+                return Ok(());
+            }
+            Direct::Later(sending) => {
+                let sent = timeout_at(deadline, sending).await;
+                done.settle(sent.unwrap_or_else(|_| Err(self.late())));
+                return Ok(());
+            }
+            Direct::ToTask(frames) => frames,
+        };
+        self.queue(frames, deadline, done).await
+    }
+
+    /// Hands a send to the socket's task; waits only for room in its queue.
+    async fn queue(&self, frames: Frames, deadline: Instant, done: Done) -> Result<(), ZmqError> {
         self.tx
             .send((frames, deadline, done))
             .await

@@ -23,11 +23,10 @@ use libzmq as sockets;
 #[cfg(not(feature = "libzmq"))]
 use zeromq as sockets;
 
-#[cfg(not(feature = "libzmq"))]
-pub(crate) use duplex::DirectSend;
 #[cfg(feature = "libzmq")]
 pub(crate) use duplex::Outbound;
 pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
+pub(crate) use duplex::{Direct, DirectSend};
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
 use std::time::Duration;

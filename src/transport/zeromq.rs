@@ -24,7 +24,8 @@ use zeromq::{
 };
 
 use super::{
-    Closed, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options, stopped,
+    Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options,
+    stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -786,23 +787,23 @@ struct RouterDirect {
 }
 
 impl DirectSend for RouterDirect {
-    fn send(&self, frames: Frames) -> futures::future::BoxFuture<'static, Result<(), ZmqError>> {
+    fn send(&self, frames: Frames) -> Direct {
         let half = self
             .send
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let endpoint = Arc::clone(&self.endpoint);
-        Box::pin(async move {
-            let Some(mut half) = half else {
-                return Err(ZmqError::ShutDown { what: "a socket" });
-            };
-            let Ok(message) = ClientMessage::try_from(frames) else {
-                return Ok(());
-            };
+        let Some(mut half) = half else {
+            return Direct::Now(Err(ZmqError::ShutDown { what: "a socket" }));
+        };
+        let Ok(message) = ClientMessage::try_from(frames) else {
+            return Direct::Now(Ok(()));
+        };
+        Direct::Later(Box::pin(async move {
             half.send(message)
                 .await
                 .map_err(|err| send_error(&endpoint, err))
-        })
+        }))
     }
 }

@@ -1,19 +1,56 @@
-//! Driving a libzmq socket from the one task that owns it, without blocking a runtime thread.
+//! Driving a libzmq socket from the one task that waits on it, without blocking a runtime thread,
+//! while other tasks may send through it.
 //!
 //! A socket is registered with tokio through its notification descriptor (`ZMQ_FD`), which only
 //! signals that something changed: what the socket can do is asked of libzmq (`ZMQ_EVENTS`)
 //! before every wait, since a send or a receive can change it without a signal.
+//!
+//! A send from another task ([`Sending`]) can take in the very signal the driving task waits
+//! for, so the sender looks at what the socket can do afterwards, and nudges the driving task
+//! when that is what it waits for. libzmq allows a socket to move between threads behind a
+//! full memory barrier: a mutex around it is one.
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::{
+    os::fd::{AsRawFd, RawFd},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicI16, Ordering},
+    },
+};
 
 use ruststream::Bytes;
-use tokio::io::{Interest, unix::AsyncFd};
+use tokio::{
+    io::{Interest, unix::AsyncFd},
+    sync::Notify,
+};
 
 use crate::wire::Frames;
 
-/// A libzmq socket with its notification descriptor, which lives exactly as long as the socket.
+/// What the driving task and the senders share: the socket, taken out when the driving task
+/// lets go of it, what that task waits for, and its nudge.
+struct Shared {
+    socket: Mutex<Option<zmq::Socket>>,
+    /// The events the driving task is waiting for, as `PollEvents` bits; none while it is not.
+    waits_for: AtomicI16,
+    nudge: Notify,
+}
+
+impl Shared {
+    /// Runs `use_it` on the socket, unless it is closed.
+    fn with<R>(
+        &self,
+        use_it: impl FnOnce(&zmq::Socket) -> Result<R, zmq::Error>,
+    ) -> Result<R, zmq::Error> {
+        match &*self.socket.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(socket) => use_it(socket),
+            None => Err(zmq::Error::ETERM),
+        }
+    }
+}
+
+/// The registration's part: the notification descriptor, open exactly as long as the socket.
 struct Owned {
-    socket: zmq::Socket,
+    shared: Arc<Shared>,
     signal: RawFd,
 }
 
@@ -23,68 +60,131 @@ impl AsRawFd for Owned {
     }
 }
 
+impl Drop for Owned {
+    /// Closes the socket, after the registration let go of its descriptor (tokio deregisters a
+    /// descriptor before it drops what holds it), so no sender finds the socket after this.
+    fn drop(&mut self) {
+        drop(
+            self.shared
+                .socket
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+    }
+}
+
 /// A libzmq socket registered with the runtime, driven by the task that owns it.
 pub(super) struct Driven(AsyncFd<Owned>);
 
 impl Driven {
     pub(super) fn new(socket: zmq::Socket) -> Result<Self, zmq::Error> {
         let signal = socket.get_fd()?;
-        // Registering a raw descriptor is sound only while it stays open: the registration
-        // owns the socket, and libzmq closes the descriptor only when the socket closes.
+        let shared = Arc::new(Shared {
+            socket: Mutex::new(Some(socket)),
+            waits_for: AtomicI16::new(0),
+            nudge: Notify::new(),
+        });
+        // Registering a raw descriptor is sound only while it stays open: the socket closes
+        // only once the registration is gone (`Owned`'s drop).
         #[allow(deprecated)]
-        let registered = AsyncFd::with_interest(Owned { socket, signal }, Interest::READABLE)
+        let registered = AsyncFd::with_interest(Owned { shared, signal }, Interest::READABLE)
             .map_err(|_| zmq::Error::EMFILE)?;
         Ok(Self(registered))
     }
 
-    pub(super) fn socket(&self) -> &zmq::Socket {
-        &self.0.get_ref().socket
+    fn shared(&self) -> &Shared {
+        &self.0.get_ref().shared
+    }
+
+    /// A handle that sends through this socket from any task.
+    pub(super) fn sending(&self) -> Sending {
+        Sending(Arc::clone(&self.0.get_ref().shared))
     }
 
     /// Waits until the socket can do something in `wanted`; answers what it can do.
     pub(super) async fn ready(&mut self, wanted: zmq::PollEvents) -> zmq::PollEvents {
-        loop {
+        // Said before the first look, so that a sender that takes in a signal after that look
+        // sees it and nudges.
+        self.shared()
+            .waits_for
+            .store(wanted.bits(), Ordering::SeqCst);
+        let events = loop {
             // Asking also takes in what libzmq signalled, so a signal that comes after this
             // wakes the wait below.
-            if let Ok(events) = self.socket().get_events()
+            if let Ok(events) = self.shared().with(zmq::Socket::get_events)
                 && events.intersects(wanted)
             {
-                return events;
+                break events;
             }
-            match self.0.readable_mut().await {
-                Ok(mut guard) => guard.clear_ready(),
-                // The runtime is shutting down: nothing more will be read or sent.
-                Err(_) => std::future::pending::<()>().await,
+            let Self(registered) = &*self;
+            tokio::select! {
+                readable = registered.readable() => match readable {
+                    Ok(mut guard) => guard.clear_ready(),
+                    // The runtime is shutting down: nothing more will be read or sent.
+                    Err(_) => std::future::pending::<()>().await,
+                },
+                () = registered.get_ref().shared.nudge.notified() => {}
             }
-        }
+        };
+        self.shared().waits_for.store(0, Ordering::SeqCst);
+        events
     }
 
     /// One whole message, if one is waiting.
     pub(super) fn try_recv(&self) -> Result<Option<Frames>, zmq::Error> {
-        let first = match self.socket().recv_bytes(zmq::DONTWAIT) {
-            Ok(first) => first,
-            Err(zmq::Error::EAGAIN) => return Ok(None),
-            Err(err) => return Err(err),
-        };
-        let mut frames = vec![Bytes::from(first)];
-        // libzmq hands over a message whole: once its first frame is read, the rest are there.
-        while self.socket().get_rcvmore()? {
-            frames.push(Bytes::from(self.socket().recv_bytes(0)?));
-        }
-        Ok(Some(frames))
+        self.shared().with(|socket| {
+            let first = match socket.recv_bytes(zmq::DONTWAIT) {
+                Ok(first) => first,
+                Err(zmq::Error::EAGAIN) => return Ok(None),
+                Err(err) => return Err(err),
+            };
+            let mut frames = vec![Bytes::from(first)];
+            // libzmq hands over a message whole: once its first frame is read, the rest are
+            // there.
+            while socket.get_rcvmore()? {
+                frames.push(Bytes::from(socket.recv_bytes(0)?));
+            }
+            Ok(Some(frames))
+        })
     }
 
     /// Sends one message if the socket takes it now; `false` when it has no room (no peer, or
     /// the peer's queue is full).
     pub(super) fn try_send(&self, frames: &Frames) -> Result<bool, zmq::Error> {
-        // libzmq takes a message whole or not at all: only its first frame can be refused.
-        match self
-            .socket()
-            .send_multipart(frames.iter().map(|frame| &frame[..]), zmq::DONTWAIT)
-        {
-            Ok(()) => Ok(true),
-            Err(zmq::Error::EAGAIN) => Ok(false),
-            Err(err) => Err(err),
+        self.shared().with(|socket| send_now(socket, frames))
+    }
+}
+
+/// Sends through a [`Driven`] socket from another task; cheap to clone.
+#[derive(Clone)]
+pub(super) struct Sending(Arc<Shared>);
+
+impl Sending {
+    /// Sends one message if the socket takes it now; `false` when it has no room. Fails with
+    /// `ETERM` once the driving task closed the socket.
+    pub(super) fn try_send(&self, frames: &Frames) -> Result<bool, zmq::Error> {
+        let Self(shared) = self;
+        let (sent, events) = shared.with(|socket| {
+            let sent = send_now(socket, frames);
+            Ok((sent, socket.get_events()))
+        })?;
+        // The send may have taken in the signal the driving task waits on: if the socket can
+        // now do what that task waits for, tell it so.
+        let waits_for =
+            zmq::PollEvents::from_bits_truncate(shared.waits_for.load(Ordering::SeqCst));
+        if events.map_or(true, |events| events.intersects(waits_for)) {
+            shared.nudge.notify_one();
         }
+        sent
+    }
+}
+
+fn send_now(socket: &zmq::Socket, frames: &Frames) -> Result<bool, zmq::Error> {
+    // libzmq takes a message whole or not at all: only its first frame can be refused.
+    match socket.send_multipart(frames.iter().map(|frame| &frame[..]), zmq::DONTWAIT) {
+        Ok(()) => Ok(true),
+        Err(zmq::Error::EAGAIN) => Ok(false),
+        Err(err) => Err(err),
     }
 }

@@ -3,10 +3,12 @@
 //! libzmq does most of what the transport needs by itself: a dialing socket reconnects with a
 //! backoff, a PUSH passes over a peer whose queue is full, a ROUTER refuses an identity it does
 //! not know, and a frame over the size limit is refused before it is allocated. What is left
-//! here is driving each socket from the one task that owns it without blocking a runtime
-//! thread, and reading its monitor: who is connected, and who left.
+//! here is driving each socket from the one task that waits on it without blocking a runtime
+//! thread, letting a ROUTER or DEALER send from the tasks that send (an answer leaves from its
+//! handler's task), and reading its monitor: who is connected, and who left.
 //!
-//! - [`driven`]: a socket driven through its notification descriptor by the task that owns it;
+//! - [`driven`]: a socket driven through its notification descriptor by the task that waits on
+//!   it, and sent through from others;
 //! - [`watcher`]: who a socket is connected to, from its monitor, read by a thread of its own;
 //! - [`security`]: CURVE on a socket, as its endpoint says; [`zap`]: who may connect.
 //!
@@ -19,7 +21,7 @@ mod watcher;
 pub(super) mod zap;
 
 use std::{
-    sync::{Arc, LazyLock},
+    sync::{Arc, LazyLock, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -30,11 +32,14 @@ use tokio::{
 };
 
 use self::{
-    driven::Driven,
+    driven::{Driven, Sending},
     security::{curve_available, secure},
     watcher::Watched,
 };
-use super::{Closed, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions, stopped};
+use super::{
+    Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions,
+    stopped,
+};
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
 };
@@ -83,8 +88,6 @@ struct Socket {
     /// Who is connected, kept by the socket's watcher.
     peers: Arc<Watched>,
     monitor: ZmqMonitor,
-    /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
-    not_reading: NotReading,
     role: Role,
     address: String,
     binds: bool,
@@ -157,7 +160,6 @@ impl Socket {
         Ok(Self {
             peers: Watched::start(opened.events, role, &address, binds, monitor.clone())?,
             monitor,
-            not_reading: NotReading::default(),
             driven: Driven::new(opened.socket)?,
             role,
             address,
@@ -254,18 +256,6 @@ impl Socket {
         }
     }
 
-    fn send_failed(&self, err: zmq::Error) -> ZmqError {
-        match err {
-            zmq::Error::EHOSTUNREACH => ZmqError::UnknownPeer {
-                endpoint: self.address.clone(),
-            },
-            err => ZmqError::Send {
-                endpoint: self.address.clone(),
-                source: fault(err),
-            },
-        }
-    }
-
     /// Sends one message, waiting up to `deadline` for room: for a peer to connect, or for a
     /// full peer to read. A dialing PUB waits for its handshake, since a PUB drops what it has
     /// no subscriber for.
@@ -279,7 +269,7 @@ impl Socket {
                 match self.driven.try_send(frames) {
                     Ok(true) => return Ok(()),
                     Ok(false) => {}
-                    Err(err) => return Err(self.send_failed(err)),
+                    Err(err) => return Err(send_failed(&self.address, err)),
                 }
             }
             // Only a send that waits listens to the monitor (a send that leaves at once takes no
@@ -443,6 +433,14 @@ impl Duplex {
     ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
+        let sender = sender.direct(Arc::new(DuplexDirect {
+            sending: this.driven.sending(),
+            role: this.role,
+            address: this.address.clone(),
+            monitor: this.monitor.clone(),
+            peer_queue: this.peer_queue,
+            not_reading: Mutex::new(NotReading::default()),
+        }));
         let task = async move {
             // One received message waits here while the handler side is full.
             let mut pending: Option<Received> = None;
@@ -504,8 +502,8 @@ impl Duplex {
 }
 
 impl Socket {
-    /// Tries a duplex socket's send once: answers it when it must wait for room (a DEALER),
-    /// and settles it otherwise.
+    /// Tries a send handed to the socket's task once: answers it back while there is no room
+    /// (only a DEALER's sends come here: a ROUTER's all leave through [`DuplexDirect`]).
     fn offer(&mut self, (frames, deadline, done): Outbound) -> Option<Outbound> {
         let outcome = if Instant::now() >= deadline {
             Err(ZmqError::Send {
@@ -514,14 +512,9 @@ impl Socket {
             })
         } else {
             match self.driven.try_send(&frames) {
-                Ok(true) => {
-                    self.answered(&frames);
-                    Ok(())
-                }
-                Ok(false) if self.role == Role::Dealer => return Some((frames, deadline, done)),
-                // A ROUTER's peer with a full queue: waiting would hold up every other answer.
-                Ok(false) => Err(self.not_reading(&frames)),
-                Err(err) => Err(self.send_failed(err)),
+                Ok(true) => Ok(()),
+                Ok(false) => return Some((frames, deadline, done)),
+                Err(err) => Err(send_failed(&self.address, err)),
             }
         };
         done.settle(outcome);
@@ -529,13 +522,63 @@ impl Socket {
     }
 }
 
-impl Socket {
+/// Why libzmq refused a send on the socket at `address`: a ROUTER asked to answer an identity
+/// that is gone, or a fault.
+fn send_failed(address: &str, err: zmq::Error) -> ZmqError {
+    match err {
+        zmq::Error::EHOSTUNREACH => ZmqError::UnknownPeer {
+            endpoint: address.to_owned(),
+        },
+        err => ZmqError::Send {
+            endpoint: address.to_owned(),
+            source: fault(err),
+        },
+    }
+}
+
+/// Sends a duplex socket's messages from the tasks that send them, through the socket its task
+/// drives. A ROUTER never waits for one peer: an answer to a requester whose queue is full fails
+/// at once. A DEALER's send that finds no room goes to the socket's task, which waits for room.
+struct DuplexDirect {
+    sending: Sending,
+    role: Role,
+    address: String,
+    monitor: ZmqMonitor,
+    peer_queue: usize,
+    /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
+    not_reading: Mutex<NotReading>,
+}
+
+impl DirectSend for DuplexDirect {
+    fn send(&self, frames: Frames) -> Direct {
+        Direct::Now(match self.sending.try_send(&frames) {
+            Ok(true) => {
+                self.answered(&frames);
+                Ok(())
+            }
+            Ok(false) if self.role == Role::Dealer => return Direct::ToTask(frames),
+            // Waiting for one requester would hold up every other answer.
+            Ok(false) => Err(self.not_reading(&frames)),
+            // The socket's task closed it.
+            Err(zmq::Error::ETERM) => Err(ZmqError::ShutDown { what: "a socket" }),
+            Err(err) => Err(send_failed(&self.address, err)),
+        })
+    }
+}
+
+impl DuplexDirect {
+    fn episodes(&self) -> std::sync::MutexGuard<'_, NotReading> {
+        self.not_reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// A ROUTER's answer to a requester that is not reading is dropped: counted, and warned
     /// about once until that requester reads again.
-    fn not_reading(&mut self, frames: &Frames) -> ZmqError {
+    fn not_reading(&self, frames: &Frames) -> ZmqError {
         self.monitor.count_dropped_not_reading();
         let identity = frames.first().cloned().unwrap_or_default();
-        if self.not_reading.dropped(identity) {
+        if self.episodes().dropped(identity) {
             tracing::warn!(
                 endpoint = %self.address,
                 rule = "peer-not-reading",
@@ -554,14 +597,16 @@ impl Socket {
     }
 
     /// An answer left: a requester that was not reading reads again.
-    fn answered(&mut self, frames: &Frames) {
-        if self.role != Role::Router || self.not_reading.is_empty() {
+    fn answered(&self, frames: &Frames) {
+        if self.role != Role::Router {
             return;
         }
-        if let Some(dropped) = frames
-            .first()
-            .and_then(|id| self.not_reading.reads_again(id))
-        {
+        let mut episodes = self.episodes();
+        if episodes.is_empty() {
+            return;
+        }
+        if let Some(dropped) = frames.first().and_then(|id| episodes.reads_again(id)) {
+            drop(episodes);
             tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
         }
     }
