@@ -92,7 +92,8 @@ impl Inbound {
 }
 
 /// A send that needs no socket task: a backend whose socket can send from any task offers one
-/// (a bound ROUTER of the `zeromq` client, every ROUTER and DEALER of libzmq), and a message
+/// (a bound ROUTER and a dialing DEALER of the `zeromq` client, every ROUTER and DEALER of
+/// libzmq), and a message
 /// then leaves from the sender's own task, with no wake-up of the socket's task and none back.
 pub(crate) trait DirectSend: Send + Sync {
     /// Sends one message, or answers it back when only the socket's task can send it.
@@ -103,13 +104,17 @@ pub(crate) trait DirectSend: Send + Sync {
 pub(crate) enum Direct {
     /// It left, or failed for good.
     Now(Result<(), ZmqError>),
-    /// It leaves when this completes (a client whose sends are futures); the caller bounds
+    /// It is under way (a client whose sends are futures), and ends in one of the other two:
+    /// a DEALER whose peer went away hands it to its task, which reconnects. The caller bounds
     /// the wait.
     #[cfg_attr(
         feature = "libzmq",
-        expect(dead_code, reason = "libzmq's sends never wait: they leave or answer back")
+        expect(
+            dead_code,
+            reason = "libzmq's sends never wait: they leave or answer back"
+        )
     )]
-    Later(BoxFuture<'static, Result<(), ZmqError>>),
+    Later(BoxFuture<'static, Direct>),
     /// The socket's task sends it: the socket has no room now, and that task waits for room.
     ToTask(Frames),
 }
@@ -150,19 +155,25 @@ impl DuplexSender {
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         // Every wait is boxed, and taken only when needed: the future of a send that leaves at
         // once stays small (a retry copy's waits out its delay in memory).
-        let sent = match self.try_direct(frames) {
-            Direct::Now(sent) => return sent,
-            Direct::Later(mut sending) => {
-                if let Poll::Ready(sent) = futures::poll!(sending.as_mut()) {
-                    return sent;
+        let mut direct = self.try_direct(frames);
+        loop {
+            match direct {
+                Direct::Now(sent) => return sent,
+                Direct::ToTask(frames) => {
+                    let sent = timeout_at(deadline, self.through_task(frames, deadline));
+                    return Box::pin(sent).await.unwrap_or_else(|_| Err(self.late()));
                 }
-                Box::pin(timeout_at(deadline, sending)).await
+                Direct::Later(mut sending) => {
+                    direct = match futures::poll!(sending.as_mut()) {
+                        Poll::Ready(ended) => ended,
+                        Poll::Pending => match Box::pin(timeout_at(deadline, sending)).await {
+                            Ok(ended) => ended,
+                            Err(_) => return Err(self.late()),
+                        },
+                    };
+                }
             }
-            Direct::ToTask(frames) => {
-                Box::pin(timeout_at(deadline, self.through_task(frames, deadline))).await
-            }
-        };
-        sent.unwrap_or_else(|_| Err(self.late()))
+        }
     }
 
     /// Sends straight through the socket, when the backend offers that.
@@ -202,19 +213,23 @@ impl DuplexSender {
         deadline: Instant,
         done: Done,
     ) -> Result<(), ZmqError> {
-        let frames = match self.try_direct(frames) {
-            Direct::Now(sent) => {
-                done.settle(sent);
-                return Ok(());
+        let mut direct = self.try_direct(frames);
+        loop {
+            match direct {
+                Direct::Now(sent) => {
+                    done.settle(sent);
+                    return Ok(());
+                }
+                Direct::ToTask(frames) => return self.queue(frames, deadline, done).await,
+                Direct::Later(sending) => match timeout_at(deadline, sending).await {
+                    Ok(ended) => direct = ended,
+                    Err(_) => {
+                        done.settle(Err(self.late()));
+                        return Ok(());
+                    }
+                },
             }
-            Direct::Later(sending) => {
-                let sent = timeout_at(deadline, sending).await;
-                done.settle(sent.unwrap_or_else(|_| Err(self.late())));
-                return Ok(());
-            }
-            Direct::ToTask(frames) => frames,
-        };
-        self.queue(frames, deadline, done).await
+        }
     }
 
     /// Hands a send to the socket's task; waits only for room in its queue.

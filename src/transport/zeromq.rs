@@ -18,9 +18,9 @@ use tokio::{
     time::{Instant, sleep, timeout},
 };
 use zeromq::{
-    DealerSocket, MultiPeerBackend, PubSocket, PullSocket, PushSocket, RouterRecvHalf,
-    RouterSendHalf, RouterSocket, Socket, SocketEvent, SocketOptions, SocketRecv, SocketSend,
-    SubSocket, ZmqError as ClientError, ZmqMessage as ClientMessage,
+    DealerRecvHalf, DealerSendHalf, DealerSocket, MultiPeerBackend, PubSocket, PullSocket,
+    PushSocket, RouterRecvHalf, RouterSendHalf, RouterSocket, Socket, SocketEvent, SocketOptions,
+    SocketRecv, SocketSend, SubSocket, ZmqError as ClientError, ZmqMessage as ClientMessage,
 };
 
 use super::{
@@ -47,7 +47,14 @@ enum WriteSocket {
 enum DuplexSocket {
     Router(RouterSocket),
     Dealer(DealerSocket),
+    /// A dialing DEALER once connected: its task reads with this half, and the send half is
+    /// in the slot it shares with the senders ([`DealerDirect`]).
+    SplitDealer(DealerRecvHalf, DealerSlot),
 }
+
+/// A connected DEALER's send half, shared by its task and the tasks that send; empty while it
+/// is not connected. An async lock: a send may wait in it for room in the peer's queue.
+type DealerSlot = Arc<tokio::sync::Mutex<Option<DealerSendHalf>>>;
 
 fn options() -> SocketOptions {
     let mut options = SocketOptions::default();
@@ -89,6 +96,13 @@ async fn close_client_of<S: Socket + 'static>(
     let closing =
         tokio::task::spawn_blocking(move || runtime.block_on(close_here(socket, events, state)));
     let _ = closing.await;
+}
+
+/// Closes a split dialing DEALER: no send starts after this, and its peer is cut once both
+/// halves are gone, on the blocking pool for the reason [`close_client_of`] gives.
+async fn close_split_dealer(recv: DealerRecvHalf, slot: &DealerSlot) {
+    let send = slot.lock().await.take();
+    let _ = tokio::task::spawn_blocking(move || drop((send, recv))).await;
 }
 
 /// [`close_client`]'s work, on the thread that runs it.
@@ -170,11 +184,36 @@ impl DuplexSocket {
     }
 
     async fn recv(&mut self) -> Result<ClientMessage, ClientError> {
-        each!(self, s => s.recv().await, Self::Router, Self::Dealer)
+        match self {
+            Self::Router(s) => s.recv().await,
+            Self::Dealer(s) => s.recv().await,
+            Self::SplitDealer(s, _) => s.recv().await,
+        }
     }
 
     async fn send(&mut self, message: ClientMessage) -> Result<(), ClientError> {
-        each!(self, s => s.send(message).await, Self::Router, Self::Dealer)
+        match self {
+            Self::Router(s) => s.send(message).await,
+            Self::Dealer(s) => s.send(message).await,
+            Self::SplitDealer(_, slot) => match slot.lock().await.as_mut() {
+                Some(half) => half.send(message).await,
+                None => Err(ClientError::ReturnToSender {
+                    reason: "the socket is being closed",
+                    message,
+                }),
+            },
+        }
+    }
+
+    /// Splits a connected dialing DEALER, its send half going into `slot`.
+    async fn split_dealer(&mut self, slot: &DealerSlot) {
+        let placeholder = Self::Router(RouterSocket::new());
+        let Self::Dealer(dealer) = std::mem::replace(self, placeholder) else {
+            return;
+        };
+        let (send, recv) = dealer.split();
+        *slot.lock().await = Some(send);
+        *self = Self::SplitDealer(recv, Arc::clone(slot));
     }
 }
 
@@ -235,7 +274,46 @@ macro_rules! client_socket {
 
 client_socket!(ReadSocket: Pull, Sub);
 client_socket!(WriteSocket: Push, Pub);
-client_socket!(DuplexSocket: Router, Dealer);
+
+impl ClientSocket for DuplexSocket {
+    async fn fresh(role: Role, topics: &[String]) -> Self {
+        Self::new(role, topics).await
+    }
+
+    async fn bind(&mut self, address: &str) -> Result<String, ClientError> {
+        match self {
+            Self::Router(s) => s.bind(address).await.map(|e| e.to_string()),
+            Self::Dealer(s) => s.bind(address).await.map(|e| e.to_string()),
+            Self::SplitDealer(..) => Err(ClientError::Socket("a dialing DEALER does not bind")),
+        }
+    }
+
+    async fn connect(&mut self, address: &str) -> Result<(), ClientError> {
+        match self {
+            Self::Router(s) => s.connect(address).await,
+            Self::Dealer(s) => s.connect(address).await,
+            // Split only once connected; renewed, not reconnected, when its peer goes away.
+            Self::SplitDealer(..) => Ok(()),
+        }
+    }
+
+    fn monitor(&mut self) -> Receiver<SocketEvent> {
+        match self {
+            Self::Router(s) => s.monitor(),
+            Self::Dealer(s) => s.monitor(),
+            // Its monitor was taken before the split, and stays with its supervisor.
+            Self::SplitDealer(..) => futures::channel::mpsc::channel(0).1,
+        }
+    }
+
+    async fn close(self, events: Receiver<SocketEvent>) {
+        match self {
+            Self::Router(s) => close_client(s, events).await,
+            Self::Dealer(s) => close_client(s, events).await,
+            Self::SplitDealer(recv, slot) => close_split_dealer(recv, &slot).await,
+        }
+    }
+}
 
 /// A socket kind that sends.
 trait SendingSocket: ClientSocket {
@@ -659,12 +737,18 @@ impl Duplex {
             .binds
             .then(|| SplitRouter::split(&mut this.socket))
             .flatten();
-        let sender = match &split {
-            Some(split) => sender.direct(Arc::new(RouterDirect {
+        // A dialing DEALER's sends leave from the tasks that send them while it is connected.
+        let dealer = (!this.binds && this.role == Role::Dealer).then(DealerSlot::default);
+        let sender = match (&split, &dealer) {
+            (Some(split), _) => sender.direct(Arc::new(RouterDirect {
                 send: Arc::clone(&split.send),
                 endpoint: this.address.as_str().into(),
             })),
-            None => sender,
+            (None, Some(slot)) => sender.direct(Arc::new(DealerDirect {
+                slot: Arc::clone(slot),
+                endpoint: this.address.as_str().into(),
+            })),
+            (None, None) => sender,
         };
         let task = async move {
             // One received message waits here while the handler side is full; the socket keeps
@@ -676,6 +760,12 @@ impl Duplex {
                         _ = this.ensure_connected(None) => {}
                         () = stopped(&mut shutdown) => break,
                     }
+                }
+                if let Some(slot) = &dealer
+                    && this.connected
+                    && matches!(this.socket, DuplexSocket::Dealer(_))
+                {
+                    this.socket.split_dealer(slot).await;
                 }
                 tokio::select! {
                     biased;
@@ -780,6 +870,42 @@ impl SplitRouter {
     }
 }
 
+/// Sends a dialing DEALER's messages from the tasks that send them, through the send half of
+/// the socket it is connected with. While it is not connected, or another send holds that half,
+/// a message goes through the socket's task, which connects first.
+struct DealerDirect {
+    slot: DealerSlot,
+    endpoint: Arc<str>,
+}
+
+impl DirectSend for DealerDirect {
+    fn send(&self, frames: Frames) -> Direct {
+        let Ok(mut held) = Arc::clone(&self.slot).try_lock_owned() else {
+            return Direct::ToTask(frames);
+        };
+        if held.is_none() {
+            return Direct::ToTask(frames);
+        }
+        let Ok(message) = ClientMessage::try_from(frames) else {
+            return Direct::Now(Ok(()));
+        };
+        let endpoint = Arc::clone(&self.endpoint);
+        Direct::Later(Box::pin(async move {
+            let Some(half) = held.as_mut() else {
+                return Direct::ToTask(message.into_vec());
+            };
+            match half.send(message).await {
+                Ok(()) => Direct::Now(Ok(())),
+                // The peer went away: the socket's task reconnects, and sends it then.
+                Err(ClientError::ReturnToSender { message, .. }) => {
+                    Direct::ToTask(message.into_vec())
+                }
+                Err(err) => Direct::Now(Err(send_error(&endpoint, err))),
+            }
+        }))
+    }
+}
+
 /// Sends a bound ROUTER's answers from the task that sends them.
 struct RouterDirect {
     send: Arc<Mutex<Option<RouterSendHalf>>>,
@@ -801,9 +927,11 @@ impl DirectSend for RouterDirect {
             return Direct::Now(Ok(()));
         };
         Direct::Later(Box::pin(async move {
-            half.send(message)
-                .await
-                .map_err(|err| send_error(&endpoint, err))
+            Direct::Now(
+                half.send(message)
+                    .await
+                    .map_err(|err| send_error(&endpoint, err)),
+            )
         }))
     }
 }

@@ -1,9 +1,13 @@
 //! Loopback ports for endpoints a test must name before anything binds them.
 
 use std::{
+    collections::VecDeque,
     net::TcpListener,
     ops::Range,
-    sync::atomic::{AtomicU32, Ordering},
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicU32, Ordering},
+    },
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -12,9 +16,15 @@ use std::{
 /// meanwhile, between the pick and the bind.
 const BELOW_EPHEMERAL: Range<u32> = 20_000..32_000;
 
-/// A loopback port nobody listens on right now, outside the range the kernel picks from.
+/// How many of the latest picks a pick never repeats: two picks for one test (a retry queue and
+/// a dead-letter queue, say) are both free until either binds, and could otherwise meet.
+const REMEMBERED: usize = 4_096;
+
+/// A loopback port nobody listens on right now, outside the range the kernel picks from, and
+/// none of the latest picks of this process.
 pub fn free_port() -> u16 {
     static PICKED: AtomicU32 = AtomicU32::new(0);
+    static LATEST: Mutex<VecDeque<u16>> = Mutex::new(VecDeque::new());
     let span = BELOW_EPHEMERAL.end - BELOW_EPHEMERAL.start;
     for _ in 0..1_000 {
         // Processes and calls start from different places, so parallel picks rarely meet.
@@ -25,7 +35,12 @@ pub fn free_port() -> u16 {
         let step = PICKED.fetch_add(1, Ordering::Relaxed).wrapping_mul(7_919);
         let port = BELOW_EPHEMERAL.start + seed.wrapping_add(step) % span;
         let port = u16::try_from(port).expect("the range is below 32000");
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        let mut latest = LATEST.lock().unwrap_or_else(PoisonError::into_inner);
+        if !latest.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            if latest.len() == REMEMBERED {
+                latest.pop_front();
+            }
+            latest.push_back(port);
             return port;
         }
     }
