@@ -750,6 +750,49 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
     run
 }
 
+/// The same handler on the framework's own in-process broker (`ruststream::memory`), fed by its
+/// publisher from a task of its own: what the framework's dispatch costs with no socket at all,
+/// the ceiling of any transport under the same handler.
+async fn memory_queue(messages: u64) -> Run {
+    use ruststream::memory::MemoryBroker;
+    let tally = Tally::default();
+    let broker = MemoryBroker::new();
+    let publisher = broker.publisher();
+    let state = AppState::of(&tally);
+    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(state))
+        .with_broker(broker, |b| {
+            b.include(on_job.name("jobs"));
+        })
+        .start()
+        .await
+        .unwrap();
+    warm_up!([&tally], async {
+        publisher
+            .publish(crate_message(job_frames(WARM_UP)), None)
+            .await
+            .unwrap();
+    });
+    tally.arm(messages);
+    let meter = Meter::start();
+    let sending = tokio::spawn(async move {
+        for id in 0..messages {
+            let message = crate_message(job_frames(id));
+            publisher.publish(message, None).await.unwrap();
+        }
+    });
+    let done = tally.wait(Duration::from_secs(10)).await;
+    sending.await.unwrap();
+    let run = meter.stop(messages);
+    assert!(
+        done,
+        "the memory broker handled {} of {messages}",
+        tally.count()
+    );
+    running.shutdown().await.unwrap();
+    run
+}
+
 /// Sends `messages` in ten rounds, each handled whole before the next is sent, so that no
 /// queue holds messages when the resident set is read: after the first, the fifth and the last
 /// round (each time after trimming the heap). Growth that goes on from round to round is kept
@@ -1088,6 +1131,12 @@ const SCENARIOS: &[Scenario] = &[
         messages: 200_000,
     },
     Scenario {
+        name: "framework",
+        what: "queue, {n} messages, the crate (raw PUSH feeds) vs the framework's in-process broker",
+        sides: ("crate", Some("memory broker")),
+        messages: 200_000,
+    },
+    Scenario {
         name: "queue-publisher",
         what: "queue, {n} messages, fed by the crate's publisher (vs the raw PUSH)",
         sides: ("crate publisher", Some("raw PUSH")),
@@ -1161,6 +1210,8 @@ async fn run_side(scenario: &Scenario, baseline: bool, n: u64) -> Run {
         ("sender", _) => raw_queue(n, job_frames, raw_count_only).await,
         ("queue", false) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
         ("queue", true) => raw_queue(n, job_frames, raw_job).await,
+        ("framework", false) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
+        ("framework", true) => memory_queue(n).await,
         ("queue-publisher", false) => {
             crate_queue(n, Body::Small, Feed::CratePublisher, false).await
         }

@@ -326,16 +326,17 @@ pub fn reply_address(identity: &[u8]) -> String {
 /// the REQ delimiter is due), so a responder remembers nothing per requester.
 #[must_use]
 pub fn reply_address_of(requester: &Requester) -> String {
-    use std::fmt::Write as _;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let identity = &requester.identity;
-    let mut address =
-        String::with_capacity(REPLY_PREFIX.len() + REQ_MARK.len() + identity.len() * 2);
+    let mark = if requester.delimited { REQ_MARK } else { "" };
+    // Exactly as long as it will be: a header value takes the string's buffer as it is when it
+    // has no room to spare, and needs an allocation of its own when it has.
+    let mut address = String::with_capacity(REPLY_PREFIX.len() + mark.len() + identity.len() * 2);
     address.push_str(REPLY_PREFIX);
-    if requester.delimited {
-        address.push_str(REQ_MARK);
-    }
+    address.push_str(mark);
     for byte in identity {
-        let _ = write!(address, "{byte:02x}");
+        address.push(char::from(HEX[usize::from(byte >> 4)]));
+        address.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     address
 }
@@ -507,7 +508,11 @@ pub(crate) fn encode_headers(headers: &HeaderMap) -> Result<Bytes, ZmqError> {
     if headers.is_empty() {
         return Ok(Bytes::new());
     }
-    let mut out = Vec::with_capacity(headers.iter().map(|(k, v)| k.len() + v.len() + 3).sum());
+    // Exactly as long as it will be (`name: value` lines joined by `\n`): a frame takes the
+    // buffer as it is when it has no room to spare, and needs an allocation of its own when
+    // it has.
+    let lines: usize = headers.iter().map(|(k, v)| k.len() + 2 + v.len()).sum();
+    let mut out = Vec::with_capacity(lines + headers.len() - 1);
     for (name, value) in headers.iter() {
         check_header(name, value)?;
         if !out.is_empty() {
@@ -532,7 +537,7 @@ pub(crate) fn check_header(name: &str, value: &[u8]) -> Result<(), ZmqError> {
     if name.contains(':') {
         return Err(invalid("the name contains `:`"));
     }
-    if name.contains(['\r', '\n']) {
+    if has_line_break(name.as_bytes()) {
         return Err(invalid("the name contains CR or LF"));
     }
     if name.trim() != name {
@@ -541,13 +546,19 @@ pub(crate) fn check_header(name: &str, value: &[u8]) -> Result<(), ZmqError> {
     let Ok(value) = std::str::from_utf8(value) else {
         return Err(invalid("the value is not UTF-8"));
     };
-    if value.contains(['\r', '\n']) {
+    if has_line_break(value.as_bytes()) {
         return Err(invalid("the value contains CR or LF"));
     }
     if value.trim() != value {
         return Err(invalid("the value has leading or trailing white space"));
     }
     Ok(())
+}
+
+/// Whether `text` holds a CR or an LF; bytes, not chars: both are ASCII, so no UTF-8 sequence
+/// hides one, and a byte scan is what a header costs on every message.
+fn has_line_break(text: &[u8]) -> bool {
+    text.iter().any(|&byte| byte == b'\r' || byte == b'\n')
 }
 
 #[cfg(test)]

@@ -122,6 +122,21 @@ fn a_request_carries_its_identity_and_keeps_a_req_delimiter() {
 }
 
 #[test]
+fn a_reply_address_spells_every_identity_byte_as_two_lower_case_hex_digits() {
+    let identity: Vec<u8> = (0..=255).collect();
+    let hex: String = identity.iter().map(|byte| format!("{byte:02x}")).collect();
+    for delimited in [false, true] {
+        let address = reply_address_of(&Requester {
+            identity: Bytes::from(identity.clone()),
+            delimited,
+        });
+        let mark = if delimited { REQ_MARK } else { "" };
+        assert_eq!(address, format!("{REPLY_PREFIX}{mark}{hex}"));
+        assert_eq!(address.len(), address.capacity(), "no room to spare");
+    }
+}
+
+#[test]
 fn a_reply_address_round_trips_and_bad_ones_name_themselves() {
     assert_eq!(
         parse_reply_address(&reply_address(b"\x00ab")).unwrap(),

@@ -411,7 +411,8 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
         let _ = dealer
             .call(json!({"op": "send", "frames": ["asks", "", ask], "timeout_ms": 500}))
             .await;
-        assert!(dealer.recv(Duration::from_millis(300)).await.is_none());
+        let answered = dealer.recv(Duration::from_millis(300)).await;
+        assert!(answered.is_none(), "a refused DEALER got {answered:?}");
     }
     refused(&monitor, 2, "the responder refusing both").await;
     running.shutdown().await.unwrap();
