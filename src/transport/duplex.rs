@@ -2,8 +2,10 @@
 //! handed to it, where each send's outcome goes, and where what it reads goes.
 //!
 //! Every hop between tasks is a wake-up, and a request-reply round trip is made of little else,
-//! so both ends can skip one: a request's outcome goes straight to the wait for its answer
-//! ([`Done::Call`]), and answers are matched inside the socket's task ([`Inbound::Direct`]).
+//! so hops are skipped where a backend allows: a message leaves from the task that sends it
+//! when the socket can be shared ([`DirectSend`]), a request's outcome goes straight to the wait
+//! for its answer ([`Done::Call`]), and answers are matched inside the socket's task
+//! ([`Inbound::Direct`]).
 //!
 //! Imports: its parent `transport`, and `error` and `wire`.
 
