@@ -87,10 +87,14 @@ async fn copy(
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut buffer = vec![0; 1 << 16];
     while let Ok(n) = from.read(&mut buffer).await {
-        if n == 0 || to.write_all(&buffer[..n]).await.is_err() {
+        if n == 0 {
             break;
         }
+        // Kept before it is passed on: once the far side has it, the relay has seen it.
         seen.lock().unwrap().extend_from_slice(&buffer[..n]);
+        if to.write_all(&buffer[..n]).await.is_err() {
+            break;
+        }
     }
 }
 
@@ -215,6 +219,60 @@ async fn a_client_off_the_allow_list_is_refused_and_counted_and_a_listed_one_sti
     );
     assert!(tap.next(Duration::from_millis(300)).await.is_none());
     assert_eq!(monitor.peers_refused(), 1);
+    connected.shutdown().await.unwrap();
+}
+
+/// The thread id of this process's thread named `name`.
+fn thread_named(name: &str) -> Option<i32> {
+    std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
+        let task = task.ok()?;
+        let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+        (comm.trim() == name)
+            .then(|| task.file_name().to_str()?.parse().ok())
+            .flatten()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_to_the_authentication_handler_leaves_the_allow_list_closed() {
+    // libzmq admits any client that knows the server's key while no authentication handler is
+    // bound, and a signal the process handles interrupts the handler's wait: that must not
+    // end it. tokio handles SIGCHLD for child processes and the shutdown signals.
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let (listed, stranger) = (python_keypair(), python_keypair());
+    let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    let monitor = connected.monitor();
+    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+        .expect("a SIGUSR1 handler");
+    let handler = thread_named("zmq-zap").expect("the authentication handler's thread runs");
+    for _ in 0..3 {
+        // SAFETY: tgkill only sends a signal to a thread of this process, which handles it.
+        let sent =
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), handler, libc::SIGUSR1) };
+        assert_eq!(sent, 0, "tgkill: {}", std::io::Error::last_os_error());
+        // A signal sent to a thread on its way out is never handled.
+        tokio::time::timeout(STEP, usr1.recv())
+            .await
+            .expect("the signal handled: the authentication handler's thread is gone");
+    }
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
+    offer(&mut peer, 1).await;
+    let deadline = Deadline::after(STEP, "the unlisted client refused after the signals");
+    while monitor.peers_refused() == 0 {
+        assert!(
+            tap.next(Duration::from_millis(10)).await.is_none(),
+            "an unlisted client got a job in"
+        );
+        deadline.check();
+    }
+    let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
+    friend.send(&[b"jobs", &job(2)]).await;
+    assert_eq!(
+        json_of(&tap.expect("the listed client's job").await)["n"],
+        2
+    );
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
     connected.shutdown().await.unwrap();
 }
 

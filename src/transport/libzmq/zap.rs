@@ -77,21 +77,68 @@ pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered,
     Ok(Registered { domain })
 }
 
+/// Binds the handler and starts its thread, which serves for the life of the process.
+///
+/// The handler must never stop: while no handler is bound, libzmq admits every client that
+/// knows a server's key (ZeroMQ's "Stonehouse" fallback; the option that would refuse instead,
+/// `ZMQ_ZAP_ENFORCE_DOMAIN`, is a draft one that stable libzmq builds lack). So a wait that a
+/// signal interrupts is resumed, and a handler that fails for another reason is bound again.
 fn start() -> Result<(), zmq::Error> {
-    let handler = CONTEXT.socket(zmq::REP)?;
-    handler.bind(HANDLER)?;
+    let handler = bind_handler()?;
     std::thread::Builder::new()
         .name("zmq-zap".to_owned())
         .spawn(move || {
-            while let Ok(request) = handler.recv_multipart(0) {
-                let reply = answer(&request);
-                if handler.send_multipart(reply, 0).is_err() {
-                    break;
-                }
+            let mut handler = handler;
+            loop {
+                let failure = serve(&handler);
+                tracing::error!(
+                    error = %failure,
+                    "the CURVE authentication handler failed; binding it again"
+                );
+                drop(handler);
+                handler = loop {
+                    match bind_handler() {
+                        Ok(handler) => break handler,
+                        // The old socket's endpoint is released in the background.
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                    }
+                };
             }
         })
         .map(drop)
         .map_err(|_| zmq::Error::EMFILE)
+}
+
+fn bind_handler() -> Result<zmq::Socket, zmq::Error> {
+    let handler = CONTEXT.socket(zmq::REP)?;
+    handler.bind(HANDLER)?;
+    Ok(handler)
+}
+
+/// Answers requests until the socket fails; answers why. A signal delivered to this thread
+/// interrupts its wait (`EINTR`, whenever the process has a handler for it, as tokio installs
+/// for child processes and shutdown signals): that is no failure, and the wait goes on.
+fn serve(handler: &zmq::Socket) -> zmq::Error {
+    loop {
+        let request = match handler.recv_multipart(0) {
+            Ok(request) => request,
+            Err(zmq::Error::EINTR) => continue,
+            Err(err) => return err,
+        };
+        let reply = answer(&request);
+        // Frame by frame, so that an interrupted send repeats only the frame it did not send.
+        let last = reply.len() - 1;
+        for (index, frame) in reply.iter().enumerate() {
+            let flags = if index == last { 0 } else { zmq::SNDMORE };
+            loop {
+                match handler.send(&frame[..], flags) {
+                    Ok(()) => break,
+                    Err(zmq::Error::EINTR) => {}
+                    Err(err) => return err,
+                }
+            }
+        }
+    }
 }
 
 /// What the handler answers one request: `[version][request id][status][text][user][metadata]`.
