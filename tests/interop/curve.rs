@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, logs, python};
+use crate::support::{Deadline, PyPeer, STEP, Tap, interrupt_every_thread, json_of, logs, python};
 
 /// What the messages carry: it must never be seen on the wire under CURVE.
 const SECRET_TEXT: &str = "card 4111-1111-1111-1111";
@@ -222,17 +222,6 @@ async fn a_client_off_the_allow_list_is_refused_and_counted_and_a_listed_one_sti
     connected.shutdown().await.unwrap();
 }
 
-/// The thread id of this process's thread named `name`.
-fn thread_named(name: &str) -> Option<i32> {
-    std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
-        let task = task.ok()?;
-        let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
-        (comm.trim() == name)
-            .then(|| task.file_name().to_str()?.parse().ok())
-            .flatten()
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_to_the_authentication_handler_leaves_the_allow_list_closed() {
     // libzmq admits any client that knows the server's key while no authentication handler is
@@ -243,19 +232,8 @@ async fn a_signal_to_the_authentication_handler_leaves_the_allow_list_closed() {
     let (listed, stranger) = (python_keypair(), python_keypair());
     let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
     let monitor = connected.monitor();
-    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
-        .expect("a SIGUSR1 handler");
-    let handler = thread_named("zmq-zap").expect("the authentication handler's thread runs");
-    for _ in 0..3 {
-        // SAFETY: tgkill only sends a signal to a thread of this process, which handles it.
-        let sent =
-            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), handler, libc::SIGUSR1) };
-        assert_eq!(sent, 0, "tgkill: {}", std::io::Error::last_os_error());
-        // A signal sent to a thread on its way out is never handled.
-        tokio::time::timeout(STEP, usr1.recv())
-            .await
-            .expect("the signal handled: the authentication handler's thread is gone");
-    }
+    // The authentication handler's thread among them.
+    interrupt_every_thread().await;
     let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
     offer(&mut peer, 1).await;
     let deadline = Deadline::after(STEP, "the unlisted client refused after the signals");

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
     hostile::{raw_push, short_frame},
-    support::{Deadline, PyPeer, STEP, Tap, json_of, logs},
+    support::{Deadline, PyPeer, STEP, Tap, interrupt_every_thread, json_of, logs},
 };
 
 fn count(events: &[String], event: &str) -> usize {
@@ -368,5 +368,35 @@ async fn huge_frame_in_a_process_of_its_own() {
         0,
         "libzmq refused it before the service saw it"
     );
+    connected.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_to_the_monitor_threads_leaves_every_socket_watched() {
+    // Each socket's monitor is read by a thread of its own, and a signal the process handles
+    // interrupts its wait. A watcher that stopped there would leave its socket's peers
+    // uncounted, and its unread monitor would in the end stall libzmq's I/O thread.
+    logs();
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let monitor = connected.monitor();
+    let address = monitor.bound_address().unwrap();
+    // The socket's watcher among them.
+    interrupt_every_thread().await;
+    let mut peer = PyPeer::connect("PUSH", &address, json!({})).await;
+    until(STEP, "the peer counted after the signals", || {
+        monitor.peers_connected() >= 1
+    })
+    .await;
+    peer.send(&[b"jobs", br#"{"n":1}"#]).await;
+    assert_eq!(json_of(&tap.expect("the job").await)["n"], 1);
+    peer.kill().await;
+    until(STEP, "the peer's leaving counted", || {
+        monitor.peers_lost() >= 1
+    })
+    .await;
     connected.shutdown().await.unwrap();
 }

@@ -533,3 +533,48 @@ pub fn logs() {
             .try_init();
     }
 }
+
+/// Interrupts what every thread of this process waits in: sends each a SIGUSR1 in turn, with
+/// a handler installed first (tokio's, as a service has for its child processes and shutdown
+/// signals), and waits until the handler has seen it. Every thread that does not block it, since
+/// the threads a library starts keep their parent's name until they set their own. Answers how many threads
+/// it reached; fails if one never lets the signal be handled (it was on its way out).
+pub async fn interrupt_every_thread() -> usize {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut handled = signal(SignalKind::user_defined1()).expect("a SIGUSR1 handler");
+    // Not the threads that block the signal (libzmq's own): nothing interrupts those.
+    let blocks_it = |task: &std::path::Path| {
+        std::fs::read_to_string(task.join("status"))
+            .ok()
+            .and_then(|status| {
+                let mask = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & (1 << (libc::SIGUSR1 - 1)) != 0)
+    };
+    let threads: Vec<i32> = std::fs::read_dir("/proc/self/task")
+        .expect("this process's threads")
+        .filter_map(|task| {
+            let task = task.ok()?;
+            if blocks_it(&task.path()) {
+                return None;
+            }
+            task.file_name().to_str()?.parse().ok()
+        })
+        .collect();
+    let mut reached = 0;
+    for &thread in &threads {
+        // SAFETY: tgkill only sends a signal to a thread of this process, which handles it.
+        let sent =
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, libc::SIGUSR1) };
+        if sent != 0 {
+            // The thread ended between the listing and the signal.
+            continue;
+        }
+        reached += 1;
+        timeout(STEP, handled.recv())
+            .await
+            .unwrap_or_else(|_| panic!("a SIGUSR1 sent to thread {thread} was never handled"));
+    }
+    reached
+}

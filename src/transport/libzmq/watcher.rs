@@ -153,8 +153,16 @@ impl Watched {
         std::thread::Builder::new()
             .name("zmq-monitor".to_owned())
             .spawn(move || {
-                while let Ok(event) = events.recv_bytes(0) {
-                    // The event's second frame names the connection's address.
+                loop {
+                    let event = match events.recv_bytes(0) {
+                        Ok(event) => event,
+                        // A signal the process handles interrupts the wait: no reason to stop
+                        // reading, which would stall every socket of the process.
+                        Err(zmq::Error::EINTR) => continue,
+                        Err(_) => break,
+                    };
+                    // The event's second frame names the connection's address; it came with
+                    // the first, so reading it does not wait.
                     while events.get_rcvmore().unwrap_or(false) {
                         let _ = events.recv_bytes(0);
                     }
