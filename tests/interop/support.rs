@@ -539,6 +539,7 @@ pub fn logs() {
 /// signals), and waits until the handler has seen it. Every thread that does not block it, since
 /// the threads a library starts keep their parent's name until they set their own. Answers how many threads
 /// it reached; fails if one never lets the signal be handled (it was on its way out).
+#[cfg(feature = "libzmq")]
 pub async fn interrupt_every_thread() -> usize {
     use tokio::signal::unix::{SignalKind, signal};
     let mut handled = signal(SignalKind::user_defined1()).expect("a SIGUSR1 handler");
