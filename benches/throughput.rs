@@ -26,7 +26,9 @@
 //! (`queue-publisher` swaps in the crate's own publisher). That it is not the bottleneck is the
 //! `sender` row: the same raw PUSH into a raw PULL that only counts frames. A queue figure close
 //! to that ceiling is bounded by the sender and the client, not by the receiving side; the
-//! BENCHMARKS.md notes read each row against it.
+//! BENCHMARKS.md notes read each row against it. The `framework` row sets the crate's queue
+//! against the framework's own in-process broker (`ruststream::memory`) under the same handler:
+//! what dispatch costs with no socket, the ceiling of any transport.
 //!
 //! Each run starts its own sockets and service, warms the connection up with one message (or,
 //! for a fan-out, until every subscriber has one), then measures: wall time to the last message
