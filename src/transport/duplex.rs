@@ -95,8 +95,8 @@ impl Inbound {
 
 /// A send that needs no socket task: a backend whose socket can send from any task offers one
 /// (a bound ROUTER and a dialing DEALER of the `zeromq` client, every ROUTER and DEALER of
-/// libzmq), and a message
-/// then leaves from the sender's own task, with no wake-up of the socket's task and none back.
+/// libzmq), and a message then leaves from the sender's own task, with no wake-up of the
+/// socket's task and none back.
 pub(crate) trait DirectSend: Send + Sync {
     /// Sends one message, or answers it back when only the socket's task can send it.
     fn send(&self, frames: Frames) -> Direct;
@@ -202,7 +202,7 @@ impl DuplexSender {
     async fn through_task(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         let (done, outcome) = oneshot::channel();
         self.queue(frames, deadline, Done::Tell(done)).await?;
-        outcome.await.map_err(|_| gone())?
+        outcome.await.map_err(|_| socket_gone())?
     }
 
     /// Sends through the socket, its outcome to go to `done`: straight away when the backend
@@ -239,10 +239,11 @@ impl DuplexSender {
         self.tx
             .send((frames, deadline, done))
             .await
-            .map_err(|_| gone())
+            .map_err(|_| socket_gone())
     }
 }
 
-fn gone() -> ZmqError {
+/// What a send fails with once the duplex socket is closed.
+pub(crate) fn socket_gone() -> ZmqError {
     ZmqError::ShutDown { what: "a socket" }
 }

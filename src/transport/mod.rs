@@ -26,7 +26,7 @@ use zeromq as sockets;
 #[cfg(feature = "libzmq")]
 pub(crate) use duplex::Outbound;
 pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
-pub(crate) use duplex::{Direct, DirectSend};
+pub(crate) use duplex::{Direct, DirectSend, socket_gone};
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
 use std::time::Duration;

@@ -14,7 +14,7 @@ use std::{
 
 use futures::{StreamExt, channel::mpsc::Receiver};
 use tokio::{
-    sync::watch,
+    sync::{OwnedMutexGuard, watch},
     time::{Instant, sleep, timeout},
 };
 use zeromq::{
@@ -25,7 +25,7 @@ use zeromq::{
 
 use super::{
     Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options,
-    stopped,
+    socket_gone, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -880,20 +880,20 @@ struct DealerDirect {
 
 impl DirectSend for DealerDirect {
     fn send(&self, frames: Frames) -> Direct {
-        let Ok(mut held) = Arc::clone(&self.slot).try_lock_owned() else {
+        // The send half, held for this send; none while another send holds it or the socket
+        // is not connected.
+        let half = Arc::clone(&self.slot)
+            .try_lock_owned()
+            .ok()
+            .and_then(|slot| OwnedMutexGuard::try_map(slot, Option::as_mut).ok());
+        let Some(mut half) = half else {
             return Direct::ToTask(frames);
         };
-        if held.is_none() {
-            return Direct::ToTask(frames);
-        }
         let Ok(message) = ClientMessage::try_from(frames) else {
             return Direct::Now(Ok(()));
         };
         let endpoint = Arc::clone(&self.endpoint);
         Direct::Later(Box::pin(async move {
-            let Some(half) = held.as_mut() else {
-                return Direct::ToTask(message.into_vec());
-            };
             match half.send(message).await {
                 Ok(()) => Direct::Now(Ok(())),
                 // The peer went away: the socket's task reconnects, and sends it then.
@@ -921,7 +921,7 @@ impl DirectSend for RouterDirect {
             .clone();
         let endpoint = Arc::clone(&self.endpoint);
         let Some(mut half) = half else {
-            return Direct::Now(Err(ZmqError::ShutDown { what: "a socket" }));
+            return Direct::Now(Err(socket_gone()));
         };
         let Ok(message) = ClientMessage::try_from(frames) else {
             return Direct::Now(Ok(()));

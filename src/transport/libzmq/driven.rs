@@ -74,7 +74,7 @@ impl Drop for Owned {
     }
 }
 
-/// A libzmq socket registered with the runtime, driven by the task that owns it.
+/// A libzmq socket registered with the runtime, driven by the task that waits on it.
 pub(super) struct Driven(AsyncFd<Owned>);
 
 impl Driven {

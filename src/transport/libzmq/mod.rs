@@ -38,7 +38,7 @@ use self::{
 };
 use super::{
     Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions,
-    stopped,
+    socket_gone, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -493,7 +493,7 @@ impl Duplex {
                 }
             }
             if let Some((_, _, done)) = waiting {
-                done.settle(Err(ZmqError::ShutDown { what: "a socket" }));
+                done.settle(Err(socket_gone()));
             }
             this.close().await;
         };
@@ -560,7 +560,7 @@ impl DirectSend for DuplexDirect {
             // Waiting for one requester would hold up every other answer.
             Ok(false) => Err(self.not_reading(&frames)),
             // The socket's task closed it.
-            Err(zmq::Error::ETERM) => Err(ZmqError::ShutDown { what: "a socket" }),
+            Err(zmq::Error::ETERM) => Err(socket_gone()),
             Err(err) => Err(send_failed(&self.address, err)),
         })
     }
