@@ -437,13 +437,19 @@ impl<S: ClientSocket> Supervised<S> {
     /// Reacts to what the monitor reported since the last look: a dialing socket whose peer went
     /// away is renewed.
     async fn notice_disconnects(&mut self) {
+        if self.take_in_events() {
+            self.peer_went_away().await;
+        }
+    }
+
+    /// Takes in what the monitor reported since the last look, without waiting; answers whether
+    /// a dialing socket lost its peer (the caller renews it).
+    fn take_in_events(&mut self) -> bool {
         let mut lost = false;
         while let Ok(event) = self.events.try_recv() {
             lost |= self.note(&event);
         }
-        if lost {
-            self.peer_went_away().await;
-        }
+        lost
     }
 
     /// Takes in one event of the monitor, renewing a dialing socket that lost its peer.
@@ -552,28 +558,71 @@ impl<S: SendingSocket> Supervised<S> {
     /// Sends one message. A dialing socket reconnects first when its peer went away; a socket
     /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
     async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
-        let Ok(mut message) = ClientMessage::try_from(frames) else {
+        let Ok(message) = ClientMessage::try_from(frames) else {
             return Ok(());
         };
         let deadline = Instant::now() + patience;
+        // The usual send, on a connected socket the monitor reported nothing about, waits only
+        // for the client; every other path is boxed, so that this future (which each publish
+        // allocates) stays small.
+        let lost = self.take_in_events();
+        if !lost && (self.binds || self.connected) {
+            return match self.socket.send(message).await {
+                Ok(()) => Ok(()),
+                Err(err) => Box::pin(self.send_again(err, deadline)).await,
+            };
+        }
+        Box::pin(async move {
+            if lost {
+                self.peer_went_away().await;
+            }
+            self.send_until(message, deadline).await
+        })
+        .await
+    }
+
+    /// Sends `message` by `deadline`: connects first, and waits for a peer while the client
+    /// hands the message back.
+    async fn send_until(
+        &mut self,
+        mut message: ClientMessage,
+        deadline: Instant,
+    ) -> Result<(), ZmqError> {
         loop {
             self.ensure_connected(Some(deadline)).await?;
             match self.socket.send(message).await {
                 Ok(()) => return Ok(()),
-                Err(ClientError::ReturnToSender { message: back, .. })
-                    if Instant::now() < deadline =>
-                {
-                    message = back;
-                    self.no_peer(deadline).await;
+                Err(err) => message = self.refused(err, deadline).await?,
+            }
+        }
+    }
+
+    /// After the client refused a send: the message to send again, once there may be a peer,
+    /// or the error the send fails with.
+    async fn send_again(&mut self, err: ClientError, deadline: Instant) -> Result<(), ZmqError> {
+        let message = self.refused(err, deadline).await?;
+        self.send_until(message, deadline).await
+    }
+
+    /// What follows a send the client refused with `err`: the message back while `deadline`
+    /// leaves time to wait for a peer, or the error the send fails with.
+    async fn refused(
+        &mut self,
+        err: ClientError,
+        deadline: Instant,
+    ) -> Result<ClientMessage, ZmqError> {
+        match err {
+            ClientError::ReturnToSender { message, .. } if Instant::now() < deadline => {
+                self.no_peer(deadline).await;
+                Ok(message)
+            }
+            err => {
+                let failed = send_error(&self.address, err);
+                // A ROUTER asked to answer an identity that is gone keeps its socket.
+                if !self.binds && !matches!(failed, ZmqError::UnknownPeer { .. }) {
+                    self.renew().await;
                 }
-                Err(err) => {
-                    let failed = send_error(&self.address, err);
-                    // A ROUTER asked to answer an identity that is gone keeps its socket.
-                    if !self.binds && !matches!(failed, ZmqError::UnknownPeer { .. }) {
-                        self.renew().await;
-                    }
-                    return Err(failed);
-                }
+                Err(failed)
             }
         }
     }
