@@ -6,7 +6,11 @@
 //! `transport`. It decides nothing about where a message goes: the connection routes, this
 //! half sends.
 
-use std::{collections::HashMap, sync::OnceLock, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use ruststream::Bytes;
 use tokio::{
@@ -30,19 +34,21 @@ const PROBE_EVERY: Duration = Duration::from_millis(20);
 /// The writers open so far, each with its task; none opens once they are closed.
 #[derive(Default)]
 struct Writers {
-    open: HashMap<Target, (Writer, WriterTask)>,
+    open: HashMap<Target, (Arc<Writer>, WriterTask)>,
     closed: bool,
 }
 
 impl Writers {
     /// The writer open for `target`, a shut-down error once closed, or nothing yet.
-    fn found(&self, target: &Target) -> Option<Result<Writer, ZmqError>> {
+    fn found(&self, target: &Target) -> Option<Result<Arc<Writer>, ZmqError>> {
         if self.closed {
             return Some(Err(ZmqError::ShutDown {
                 what: "a publisher",
             }));
         }
-        self.open.get(target).map(|(writer, _)| Ok(writer.clone()))
+        self.open
+            .get(target)
+            .map(|(writer, _)| Ok(Arc::clone(writer)))
     }
 }
 
@@ -76,7 +82,7 @@ impl Outbound {
     }
 
     /// The writer for `target`, opened on first use and kept until the connection closes.
-    async fn writer(&self, target: &Target) -> Result<Writer, ZmqError> {
+    async fn writer(&self, target: &Target) -> Result<Arc<Writer>, ZmqError> {
         let mut writers = self.writers.lock().await;
         if let Some(found) = writers.found(target) {
             return found;
@@ -98,13 +104,15 @@ impl Outbound {
                 (writer, task)
             }
         };
-        let writer = opened.0.clone();
-        writers.open.insert(target.clone(), opened);
+        let writer = Arc::new(opened.0);
+        writers
+            .open
+            .insert(target.clone(), (Arc::clone(&writer), opened.1));
         Ok(writer)
     }
 
     /// The writer for `target` if it is open and nobody is opening one right now.
-    fn open_writer(&self, target: &Target) -> Option<Result<Writer, ZmqError>> {
+    fn open_writer(&self, target: &Target) -> Option<Result<Arc<Writer>, ZmqError>> {
         self.writers.try_lock().ok()?.found(target)
     }
 

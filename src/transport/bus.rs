@@ -245,15 +245,15 @@ impl Bus {
         }
     }
 
-    /// Sends as a socket does: waits up to `patience` for a peer, and for room at a full one.
+    /// Sends as a socket does: waits until `deadline` for a peer, and for room at a full one.
     async fn send(
         &self,
         address: &str,
         sender: &Sender,
         frames: Frames,
-        patience: Duration,
+        deadline: Instant,
     ) -> Result<(), ZmqError> {
-        let deadline = Instant::now() + patience;
+        let patience = deadline.saturating_duration_since(Instant::now());
         loop {
             let changed = self.changed.notified();
             let delivery = {
@@ -516,8 +516,7 @@ impl Peer {
                 tokio::select! {
                     () = stopped(&mut shutdown) => break,
                     Some((frames, deadline, done)) = outbox.recv() => {
-                        let patience = deadline.saturating_duration_since(Instant::now());
-                        done.settle(BUS.send(&address, &sender, frames, patience).await);
+                        done.settle(BUS.send(&address, &sender, frames, deadline).await);
                     }
                     received = reader.recv() => {
                         let delivered = match inbound.offer(received) {
@@ -627,12 +626,8 @@ pub(crate) struct BusWriter {
 }
 
 impl BusWriter {
-    pub(crate) async fn send(
-        &mut self,
-        frames: Frames,
-        patience: Duration,
-    ) -> Result<(), ZmqError> {
-        BUS.send(&self.address, &self.sender, frames, patience)
+    pub(crate) async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        BUS.send(&self.address, &self.sender, frames, deadline)
             .await
     }
 

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 #[cfg(feature = "testing")]
 use ruststream::{Bytes, HeaderMap};
-use tokio::{runtime::Handle, sync::watch, task::JoinHandle};
+use tokio::{runtime::Handle, sync::watch, task::JoinHandle, time::Instant};
 
 use crate::{
     error::ZmqError, monitor::ZmqMonitor, pattern::Role, settings::Settings, wire::Frames,
@@ -339,12 +339,12 @@ impl Reader {
 }
 
 impl Sending {
-    /// Sends one message, waiting up to `patience` for a peer.
-    async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+    /// Sends one message, waiting until `deadline` for a peer.
+    async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         match self {
-            Self::Sockets(writer) => writer.send(frames, patience).await,
+            Self::Sockets(writer) => writer.send(frames, deadline).await,
             #[cfg(feature = "testing")]
-            Self::InProcess(writer) => writer.send(frames, patience).await,
+            Self::InProcess(writer) => writer.send(frames, deadline).await,
         }
     }
 

@@ -10,7 +10,10 @@
 //! Imports: its parent `transport`, and `error` and `wire`.
 
 use std::{
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -106,10 +109,6 @@ impl Reachability {
             },
         }
     }
-
-    pub(crate) fn is_failing(&self) -> bool {
-        self.failing.is_some()
-    }
 }
 
 /// One send handed to a writer's task.
@@ -123,6 +122,8 @@ struct Job {
 struct Shared {
     endpoint: String,
     reach: Mutex<Reachability>,
+    /// Whether `reach` is failing, read without its lock by every send.
+    failing: AtomicBool,
 }
 
 impl Shared {
@@ -130,8 +131,20 @@ impl Shared {
         self.reach.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether a send may go ahead, or fails at once with why.
+    fn admit(&self) -> Result<(), Failing> {
+        if !self.failing.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.reach().admit()
+    }
+
     fn failed(&self, reason: String) {
-        if self.reach().failed(Instant::now(), reason.clone()) == Episode::Began {
+        let mut reach = self.reach();
+        let episode = reach.failed(Instant::now(), reason.clone());
+        self.failing.store(true, Ordering::Release);
+        drop(reach);
+        if episode == Episode::Began {
             tracing::warn!(
                 endpoint = %self.endpoint,
                 reason = %reason,
@@ -141,7 +154,14 @@ impl Shared {
     }
 
     fn reached(&self) {
-        if let Episode::Ended { refused, after } = self.reach().reached(Instant::now()) {
+        if !self.failing.load(Ordering::Acquire) {
+            return;
+        }
+        let mut reach = self.reach();
+        let episode = reach.reached(Instant::now());
+        self.failing.store(false, Ordering::Release);
+        drop(reach);
+        if let Episode::Ended { refused, after } = episode {
             tracing::info!(
                 endpoint = %self.endpoint,
                 refused,
@@ -186,6 +206,7 @@ impl Writer {
         let shared = Arc::new(Shared {
             endpoint,
             reach: Mutex::default(),
+            failing: AtomicBool::new(false),
         });
         let socket = Arc::new(tokio::sync::Mutex::new(Some(socket)));
         let task = tokio::spawn(run(
@@ -205,7 +226,7 @@ impl Writer {
 
     /// Sends one message: it leaves, or fails naming why, by `deadline`.
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
-        if let Err(failing) = self.shared.reach().admit() {
+        if let Err(failing) = self.shared.admit() {
             return Err(self.shared.not_sent(format!(
                 "not reached for {:?} ({}); sends fail at once until it is reached again",
                 failing.since.elapsed(),
@@ -217,8 +238,7 @@ impl Writer {
             && self.jobs.capacity() == QUEUE
             && let Ok(socket) = Arc::clone(&self.socket).try_lock_owned()
         {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let mut sending = Box::pin(send_on(socket, frames, left, Arc::clone(&self.shared)));
+            let mut sending = Box::pin(send_on(socket, frames, deadline, Arc::clone(&self.shared)));
             if let Poll::Ready(sent) = futures::poll!(sending.as_mut()) {
                 return sent;
             }
@@ -281,17 +301,17 @@ impl WriterTask {
     }
 }
 
-/// Sends one message on the socket, waiting up to `patience` for a peer, and notes the outcome.
+/// Sends one message on the socket, waiting until `deadline` for a peer, and notes the outcome.
 async fn send_on(
     mut socket: OwnedMutexGuard<Option<Sending>>,
     frames: Frames,
-    patience: Duration,
+    deadline: Instant,
     shared: Arc<Shared>,
 ) -> Result<(), ZmqError> {
     let Some(socket) = socket.as_mut() else {
         return Err(gone());
     };
-    let sent = socket.send(frames, patience).await;
+    let sent = socket.send(frames, deadline).await;
     match &sent {
         Ok(()) => shared.reached(),
         Err(err) => shared.failed(err.to_string()),
@@ -313,7 +333,7 @@ async fn run(
         .as_ref()
         .is_some_and(Sending::has_monitor);
     loop {
-        if shared.reach().is_failing() {
+        if shared.failing.load(Ordering::Acquire) {
             let mut held = Arc::clone(&socket).lock_owned().await;
             let Some(sending) = held.as_mut() else { break };
             tokio::select! {
@@ -339,15 +359,14 @@ async fn run(
                 continue;
             }
         };
-        let left = job.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if Instant::now() >= job.deadline {
             let _ = job.done.send(Err(
                 shared.not_sent("its deadline passed before its turn came".to_owned())
             ));
             continue;
         }
         let held = Arc::clone(&socket).lock_owned().await;
-        let sent = send_on(held, job.frames, left, Arc::clone(&shared)).await;
+        let sent = send_on(held, job.frames, job.deadline, Arc::clone(&shared)).await;
         let _ = job.done.send(sent);
     }
     // What is still queued fails with a shut-down error as its senders are dropped.

@@ -556,12 +556,11 @@ impl<S: ClientSocket> Supervised<S> {
 
 impl<S: SendingSocket> Supervised<S> {
     /// Sends one message. A dialing socket reconnects first when its peer went away; a socket
-    /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
-    async fn send(&mut self, frames: Frames, patience: Duration) -> Result<(), ZmqError> {
+    /// with no peer waits for one until `deadline`, and then fails, naming the endpoint.
+    async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         let Ok(message) = ClientMessage::try_from(frames) else {
             return Ok(());
         };
-        let deadline = Instant::now() + patience;
         // The usual send, on a connected socket the monitor reported nothing about, waits only
         // for the client; every other path is boxed, so that this future (which each publish
         // allocates) stays small.
@@ -718,13 +717,9 @@ impl Writer {
     }
 
     /// Sends one message. A dialing writer reconnects first when its peer went away; a writer
-    /// with no peer waits for one up to `patience`, and then fails, naming the endpoint.
-    pub(crate) async fn send(
-        &mut self,
-        frames: Frames,
-        patience: Duration,
-    ) -> Result<(), ZmqError> {
-        self.0.send(frames, patience).await
+    /// with no peer waits for one until `deadline`, and then fails, naming the endpoint.
+    pub(crate) async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        self.0.send(frames, deadline).await
     }
 
     /// Waits until the socket has a peer again.
@@ -820,14 +815,13 @@ impl Duplex {
                     biased;
                     () = stopped(&mut shutdown) => break,
                     Some((frames, deadline, done)) = outbox.recv() => {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        let sent = if left.is_zero() {
+                        let sent = if Instant::now() >= deadline {
                             Err(ZmqError::Send {
                                 endpoint: this.address.clone(),
                                 source: "its deadline passed before its turn came".into(),
                             })
                         } else {
-                            this.send(frames, left).await
+                            this.send(frames, deadline).await
                         };
                         done.settle(sent);
                     }

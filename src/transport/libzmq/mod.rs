@@ -368,14 +368,10 @@ impl Writer {
         Socket::dial(role, address, &[], monitor, options).map(Self)
     }
 
-    /// Sends one message, waiting up to `patience` for a peer with room; then fails, naming
+    /// Sends one message, waiting until `deadline` for a peer with room; then fails, naming
     /// the endpoint and whether no peer was there or the peer was not reading.
-    pub(crate) async fn send(
-        &mut self,
-        frames: Frames,
-        patience: Duration,
-    ) -> Result<(), ZmqError> {
-        self.0.send(&frames, Instant::now() + patience).await
+    pub(crate) async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+        self.0.send(&frames, deadline).await
     }
 
     /// Waits until the socket has a peer again.
