@@ -162,18 +162,17 @@ impl RequestReply for ZmqRequester {
         msg: OutgoingMessage<'_, BytesMut>,
         timeout: Duration,
     ) -> Result<ZmqMessage, ZmqError> {
-        let destination = msg.name().to_owned();
         let deadline = tokio::time::Instant::now() + timeout;
         let (name, payload, headers) = msg.into_parts();
         let asked = async {
-            self.connection
-                .requests()
-                .await?
+            // A statement of its own, so that the `?` it needs ends before the request's wait.
+            let requests = self.connection.requests().await?;
+            requests
                 .request(name, headers, payload.freeze(), deadline)
                 .await
         };
         let timed_out = || ZmqError::RequestTimeout {
-            destination: destination.clone(),
+            destination: name.to_owned(),
             timeout,
         };
         match tokio::time::timeout_at(deadline, asked).await {

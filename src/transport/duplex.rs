@@ -222,14 +222,22 @@ impl DuplexSender {
                     done.settle(sent);
                     return Ok(());
                 }
-                Direct::ToTask(frames) => return self.queue(frames, deadline, done).await,
-                Direct::Later(sending) => match timeout_at(deadline, sending).await {
-                    Ok(ended) => direct = ended,
-                    Err(_) => {
-                        done.settle(Err(self.late()));
-                        return Ok(());
-                    }
-                },
+                // Boxed, as in `send`: a request's future holds this one while it waits.
+                Direct::ToTask(frames) => {
+                    return Box::pin(self.queue(frames, deadline, done)).await;
+                }
+                Direct::Later(mut sending) => {
+                    direct = match futures::poll!(sending.as_mut()) {
+                        Poll::Ready(ended) => ended,
+                        Poll::Pending => match Box::pin(timeout_at(deadline, sending)).await {
+                            Ok(ended) => ended,
+                            Err(_) => {
+                                done.settle(Err(self.late()));
+                                return Ok(());
+                            }
+                        },
+                    };
+                }
             }
         }
     }
