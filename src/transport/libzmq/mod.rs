@@ -263,8 +263,28 @@ impl Socket {
         if frames.is_empty() {
             return Ok(());
         }
+        // A send that leaves at once (the usual case) waits for nothing; the waits are boxed, so
+        // that the future of every send stays small.
+        if !self.waits_for_handshake() {
+            match self.driven.try_send(frames) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(err) => return Err(send_failed(&self.address, err)),
+            }
+        }
+        Box::pin(self.send_waiting(frames, deadline)).await
+    }
+
+    /// Whether a send must wait for the handshake first: a dialing PUB drops what it has no
+    /// subscriber for.
+    fn waits_for_handshake(&self) -> bool {
+        self.role == Role::Pub && !self.binds && !self.reached()
+    }
+
+    /// Sends one message, waiting until `deadline` for room.
+    async fn send_waiting(&mut self, frames: &Frames, deadline: Instant) -> Result<(), ZmqError> {
         loop {
-            let waits_for_handshake = self.role == Role::Pub && !self.binds && !self.reached();
+            let waits_for_handshake = self.waits_for_handshake();
             if !waits_for_handshake {
                 match self.driven.try_send(frames) {
                     Ok(true) => return Ok(()),
