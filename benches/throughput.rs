@@ -872,17 +872,28 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     let asking = {
         let progress = Arc::clone(&progress);
         tokio::spawn(async move {
+            let timed = |id| {
+                let requester = requester.clone();
+                let progress = Arc::clone(&progress);
+                async move {
+                    let asked = Instant::now();
+                    ask(&requester, id).await;
+                    progress.fetch_add(1, Ordering::Relaxed);
+                    asked.elapsed()
+                }
+            };
+            // One in flight is a plain loop, as the raw asker's: a `FuturesUnordered` of one
+            // future yields to the scheduler after every poll that finds it pending, and each
+            // such yield wakes the other worker (1.2 context switches a request, none raw).
+            if window == 1 {
+                let mut latencies = Vec::with_capacity(usize::try_from(requests).unwrap());
+                for id in 0..requests {
+                    latencies.push(timed(id).await);
+                }
+                return latencies;
+            }
             futures::stream::iter(0..requests)
-                .map(|id| {
-                    let requester = requester.clone();
-                    let progress = Arc::clone(&progress);
-                    async move {
-                        let asked = Instant::now();
-                        ask(&requester, id).await;
-                        progress.fetch_add(1, Ordering::Relaxed);
-                        asked.elapsed()
-                    }
-                })
+                .map(timed)
                 .buffer_unordered(window)
                 .collect::<Vec<_>>()
                 .await
