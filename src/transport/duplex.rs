@@ -121,6 +121,26 @@ pub(crate) enum Direct {
     ToTask(Frames),
 }
 
+/// What a direct send under way ([`Direct::Later`]) came to, or `None` when `deadline` passed
+/// first. It is polled once in place, and boxed with its deadline only when it must wait, so the
+/// future of a send that leaves at once stays small (a retry copy's waits out its delay in
+/// memory, and every request holds one while it waits for its answer).
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of its arguments: a request's future 32 bytes more"
+)]
+fn awaited(
+    mut sending: BoxFuture<'static, Direct>,
+    deadline: Instant,
+) -> impl Future<Output = Option<Direct>> {
+    async move {
+        match futures::poll!(sending.as_mut()) {
+            Poll::Ready(ended) => Some(ended),
+            Poll::Pending => Box::pin(timeout_at(deadline, sending)).await.ok(),
+        }
+    }
+}
+
 /// Sends through a duplex socket's task, or straight through its socket when the backend
 /// offers that; cheap to clone.
 #[derive(Clone)]
@@ -165,15 +185,10 @@ impl DuplexSender {
                     let sent = timeout_at(deadline, self.through_task(frames, deadline));
                     return Box::pin(sent).await.unwrap_or_else(|_| Err(self.late()));
                 }
-                Direct::Later(mut sending) => {
-                    direct = match futures::poll!(sending.as_mut()) {
-                        Poll::Ready(ended) => ended,
-                        Poll::Pending => match Box::pin(timeout_at(deadline, sending)).await {
-                            Ok(ended) => ended,
-                            Err(_) => return Err(self.late()),
-                        },
-                    };
-                }
+                Direct::Later(sending) => match awaited(sending, deadline).await {
+                    Some(ended) => direct = ended,
+                    None => return Err(self.late()),
+                },
             }
         }
     }
@@ -226,18 +241,13 @@ impl DuplexSender {
                 Direct::ToTask(frames) => {
                     return Box::pin(self.queue(frames, deadline, done)).await;
                 }
-                Direct::Later(mut sending) => {
-                    direct = match futures::poll!(sending.as_mut()) {
-                        Poll::Ready(ended) => ended,
-                        Poll::Pending => match Box::pin(timeout_at(deadline, sending)).await {
-                            Ok(ended) => ended,
-                            Err(_) => {
-                                done.settle(Err(self.late()));
-                                return Ok(());
-                            }
-                        },
-                    };
-                }
+                Direct::Later(sending) => match awaited(sending, deadline).await {
+                    Some(ended) => direct = ended,
+                    None => {
+                        done.settle(Err(self.late()));
+                        return Ok(());
+                    }
+                },
             }
         }
     }
