@@ -55,6 +55,18 @@ const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 /// How long a closed sending socket keeps trying to deliver what it already took.
 const LINGER: Duration = super::CLOSE_WAIT;
 
+/// Runs a blocking libzmq call until it ends with anything but `EINTR`. A signal the process
+/// handles (tokio installs handlers for child processes and for shutdown) interrupts a blocking
+/// wait, and is no reason for the crate's threads to stop reading.
+fn resumed<T>(mut call: impl FnMut() -> Result<T, zmq::Error>) -> Result<T, zmq::Error> {
+    loop {
+        match call() {
+            Err(zmq::Error::EINTR) => {}
+            ended => return ended,
+        }
+    }
+}
+
 fn fault(err: zmq::Error) -> crate::error::SocketFault {
     Box::new(err)
 }

@@ -7,7 +7,7 @@ use std::sync::{
 
 use tokio::sync::Notify;
 
-use super::CONTEXT;
+use super::{CONTEXT, resumed};
 use crate::{monitor::ZmqMonitor, pattern::Role};
 
 /// Numbers the monitor endpoints, which are process-wide names.
@@ -153,14 +153,9 @@ impl Watched {
         std::thread::Builder::new()
             .name("zmq-monitor".to_owned())
             .spawn(move || {
-                loop {
-                    let event = match events.recv_bytes(0) {
-                        Ok(event) => event,
-                        // A signal the process handles interrupts the wait: no reason to stop
-                        // reading, which would stall every socket of the process.
-                        Err(zmq::Error::EINTR) => continue,
-                        Err(_) => break,
-                    };
+                // Resumed after a signal: a watcher that stopped reading would in the end stall
+                // every socket of the process.
+                while let Ok(event) = resumed(|| events.recv_bytes(0)) {
                     // The event's second frame names the connection's address; it came with
                     // the first, so reading it does not wait.
                     while events.get_rcvmore().unwrap_or(false) {

@@ -15,7 +15,7 @@ use std::{
     },
 };
 
-use super::CONTEXT;
+use super::{CONTEXT, resumed};
 use crate::curve::{AllowList, CurvePublicKey};
 
 /// Where libzmq sends its authentication requests.
@@ -116,13 +116,11 @@ fn bind_handler() -> Result<zmq::Socket, zmq::Error> {
 }
 
 /// Answers requests until the socket fails; answers why. A signal delivered to this thread
-/// interrupts its wait (`EINTR`, whenever the process has a handler for it, as tokio installs
-/// for child processes and shutdown signals): that is no failure, and the wait goes on.
+/// interrupts its wait, and that is no failure ([`resumed`]).
 fn serve(handler: &zmq::Socket) -> zmq::Error {
     loop {
-        let request = match handler.recv_multipart(0) {
+        let request = match resumed(|| handler.recv_multipart(0)) {
             Ok(request) => request,
-            Err(zmq::Error::EINTR) => continue,
             Err(err) => return err,
         };
         let reply = answer(&request);
@@ -130,12 +128,8 @@ fn serve(handler: &zmq::Socket) -> zmq::Error {
         let last = reply.len() - 1;
         for (index, frame) in reply.iter().enumerate() {
             let flags = if index == last { 0 } else { zmq::SNDMORE };
-            loop {
-                match handler.send(&frame[..], flags) {
-                    Ok(()) => break,
-                    Err(zmq::Error::EINTR) => {}
-                    Err(err) => return err,
-                }
+            if let Err(err) = resumed(|| handler.send(&frame[..], flags)) {
+                return err;
             }
         }
     }
