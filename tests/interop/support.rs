@@ -534,11 +534,12 @@ pub fn logs() {
     }
 }
 
-/// Interrupts what every thread of this process waits in: sends each a SIGUSR1 in turn, with
-/// a handler installed first (tokio's, as a service has for its child processes and shutdown
-/// signals), and waits until the handler has seen it. Every thread that does not block it, since
-/// the threads a library starts keep their parent's name until they set their own. Answers how many threads
-/// it reached; fails if one never lets the signal be handled (it was on its way out).
+/// Interrupts what every thread of this process waits in. Installs a SIGUSR1 handler first
+/// (tokio's, as a service has one for its child processes and shutdown), then signals each
+/// thread that does not block SIGUSR1, one at a time, and waits until the handler has seen each
+/// signal. Every such thread rather than those of a given name: a library's thread carries its
+/// parent's name until it sets its own. Answers how many threads it reached; a thread that
+/// ended before its signal is skipped, and a signal that is never handled fails the test.
 #[cfg(feature = "libzmq")]
 pub async fn interrupt_every_thread() -> usize {
     use tokio::signal::unix::{SignalKind, signal};
