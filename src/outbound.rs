@@ -8,7 +8,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, OnceLock},
+    sync::{Arc, OnceLock, PoisonError, RwLock},
     time::Duration,
 };
 
@@ -59,7 +59,11 @@ pub(crate) struct Outbound {
     writes_with: Role,
     send_timeout: Duration,
     monitor: ZmqMonitor,
-    writers: Mutex<Writers>,
+    /// Read by every send, and held only to look up or change the map: never across a wait.
+    writers: RwLock<Writers>,
+    /// Held while a writer opens (and by `release` and `close`), so that a target opens once and
+    /// sends to writers already open never wait behind an opening one.
+    opening: Mutex<()>,
     /// The responder's ROUTER, once it opened: answers leave through it.
     responder: OnceLock<DuplexSender>,
 }
@@ -76,15 +80,19 @@ impl Outbound {
             writes_with,
             send_timeout: settings.send_timeout,
             monitor,
-            writers: Mutex::default(),
+            writers: RwLock::default(),
+            opening: Mutex::default(),
             responder: OnceLock::new(),
         }
     }
 
     /// The writer for `target`, opened on first use and kept until the connection closes.
     async fn writer(&self, target: &Target) -> Result<Arc<Writer>, ZmqError> {
-        let mut writers = self.writers.lock().await;
-        if let Some(found) = writers.found(target) {
+        if let Some(found) = self.open_writer(target) {
+            return found;
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(found) = self.open_writer(target) {
             return found;
         }
         let opened = match target {
@@ -105,15 +113,23 @@ impl Outbound {
             }
         };
         let writer = Arc::new(opened.0);
-        writers
+        self.writers_mut()
             .open
             .insert(target.clone(), (Arc::clone(&writer), opened.1));
         Ok(writer)
     }
 
-    /// The writer for `target` if it is open and nobody is opening one right now.
+    /// The writer for `target` if it is open (a shut-down error once closed), without a wait.
     fn open_writer(&self, target: &Target) -> Option<Result<Arc<Writer>, ZmqError>> {
-        self.writers.try_lock().ok()?.found(target)
+        // No code panics while it holds the lock, so a poisoned one still holds a whole map.
+        self.writers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .found(target)
+    }
+
+    fn writers_mut(&self) -> std::sync::RwLockWriteGuard<'_, Writers> {
+        self.writers.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Opens the writer for `target` now, so that peers can reach it before anything is sent.
@@ -134,8 +150,9 @@ impl Outbound {
         frames: Frames,
         deadline: Instant,
     ) -> Result<(), ZmqError> {
-        // A writer already open is found without a wait; opening one is boxed, so that the
-        // future of every send (a retry copy's waits out its delay in memory) stays small.
+        // A writer already open is found without a wait, however many tasks send at once;
+        // opening one is boxed, so that the future of every send (a retry copy's waits out its
+        // delay in memory) stays small.
         let writer = match self.open_writer(target) {
             Some(writer) => writer,
             None => Box::pin(timeout_at(deadline, self.writer(target)))
@@ -195,7 +212,10 @@ impl Outbound {
     /// Closes the writer for `target`, if one is open: a subscription is about to take the
     /// address it listened on.
     pub(crate) async fn release(&self, target: &Target) {
-        let opened = self.writers.lock().await.open.remove(target);
+        let opened = {
+            let _opening = self.opening.lock().await;
+            self.writers_mut().open.remove(target)
+        };
         if let Some((_, task)) = opened {
             task.close().await;
         }
@@ -233,7 +253,8 @@ impl Outbound {
     /// (A dropped connection closes them too: each task ends when its handle goes.)
     pub(crate) async fn close(&self) {
         let open = {
-            let mut writers = self.writers.lock().await;
+            let _opening = self.opening.lock().await;
+            let mut writers = self.writers_mut();
             writers.closed = true;
             std::mem::take(&mut writers.open)
         };
