@@ -43,6 +43,11 @@
 //! `tracing` subscriber is installed with its filter off; the `warn` rows switch it to WARN,
 //! writing to `/dev/null`.
 //!
+//! Everything runs on glibc's `malloc`, the allocator a Rust service gets by default. Built with
+//! `THROUGHPUT_ALLOCATOR=mimalloc` in the environment, both sides run on `mimalloc` instead (a
+//! heap per thread), to show what a service's choice of allocator does to a row; the RSS figures
+//! are then not comparable, since `malloc_trim` hands nothing of `mimalloc`'s back.
+//!
 //! `cargo test --all-targets` builds this file too; without `--bench` it only says how to run it.
 
 #[cfg(not(feature = "libzmq"))]
@@ -64,6 +69,7 @@ use std::{
 };
 
 use futures::StreamExt;
+use mimalloc::MiMalloc;
 use ruststream::{
     Broker, Bytes, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage,
     Publisher, RequestReply,
@@ -79,29 +85,69 @@ struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
-// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
+/// Read when the bench is built (cargo rebuilds it when the variable changes), so that the
+/// choice costs nothing per call.
+const ON_MIMALLOC: bool = match option_env!("THROUGHPUT_ALLOCATOR") {
+    Some(name) => matches!(name.as_bytes(), b"mimalloc"),
+    None => false,
+};
+
+fn allocator() -> &'static str {
+    if ON_MIMALLOC {
+        "allocator: mimalloc"
+    } else {
+        "allocator: the system's malloc"
+    }
+}
+
+// SAFETY: every call is passed unchanged to one allocator, the same one for the whole run; only
+// a counter is added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc(layout) }
+        unsafe {
+            if ON_MIMALLOC {
+                MiMalloc.alloc(layout)
+            } else {
+                System.alloc(layout)
+            }
+        }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe {
+            if ON_MIMALLOC {
+                MiMalloc.alloc_zeroed(layout)
+            } else {
+                System.alloc_zeroed(layout)
+            }
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe {
+            if ON_MIMALLOC {
+                MiMalloc.realloc(ptr, layout, new_size)
+            } else {
+                System.realloc(ptr, layout, new_size)
+            }
+        }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: the caller's contract, passed on.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe {
+            if ON_MIMALLOC {
+                MiMalloc.dealloc(ptr, layout)
+            } else {
+                System.dealloc(ptr, layout)
+            }
+        }
     }
 }
 
@@ -315,9 +361,121 @@ async fn on_burst(
     }
 }
 
+/// `on_burst` for a broker that redelivers the message itself, with no retry header: the
+/// first delivery of an id is the one that finds its slot empty.
+#[subscriber]
+async fn on_redelivered_burst(
+    job: &Job,
+    State(burst): State<Arc<Burst>>,
+    State(tally): State<Tally>,
+) -> HandlerOutcome {
+    if job.id == WARM_UP {
+        tally.hit(WARM_UP);
+        return HandlerOutcome::ack();
+    }
+    let Some(slot) = usize::try_from(job.id)
+        .ok()
+        .filter(|&at| at < burst.first.len())
+    else {
+        return HandlerOutcome::ack();
+    };
+    let now = burst.now();
+    if burst.first[slot]
+        .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        HandlerOutcome::retry_after(RETRY_DELAY)
+    } else {
+        burst.second[slot].store(now, Ordering::Relaxed);
+        tally.hit(job.id);
+        HandlerOutcome::ack()
+    }
+}
+
 #[subscriber(Responder::<Bound>, reply("reply"))]
 async fn echo(job: &Job) -> Job {
     Job { id: job.id }
+}
+
+/// The burst's figures: copies early and lost, how late the rest came (p50, p99), how long the
+/// first deliveries took, and the resident set at its peak.
+fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
+    let delay = u64::try_from(RETRY_DELAY.as_nanos()).unwrap();
+    let (mut early, mut lost, mut late) = (0_u64, 0_u64, Vec::new());
+    let (mut first_min, mut first_max) = (u64::MAX, 0);
+    for (first, second) in burst.first.iter().zip(&burst.second) {
+        let (first, second) = (
+            first.load(Ordering::Relaxed),
+            second.load(Ordering::Relaxed),
+        );
+        if first == 0 || second == 0 {
+            lost += 1;
+            continue;
+        }
+        first_min = first_min.min(first);
+        first_max = first_max.max(first);
+        if second < first + delay {
+            early += 1;
+        } else {
+            late.push(Duration::from_nanos(second - first - delay));
+        }
+    }
+    let (p50, p99) = percentiles(late).unwrap_or_default();
+    vec![
+        ("early", early as f64),
+        ("lost", lost as f64),
+        ("late p50, ms", p50.as_secs_f64() * 1e3),
+        ("late p99, ms", p99.as_secs_f64() * 1e3),
+        (
+            "first deliveries spread over, ms",
+            first_max.saturating_sub(first_min) as f64 / 1e6,
+        ),
+        ("peak RSS growth, MB", run.peak_growth_kib / 1024.0),
+        ("peak RSS, MB", run.peak_kib / 1024.0),
+    ]
+}
+
+/// The same burst on the framework's in-process broker, which delays a redelivery itself (a
+/// task that sleeps, then puts the delivery back in the queue): no copy is published, so this
+/// is the least a delayed retry costs in this framework, the ceiling of any transport.
+async fn memory_retry_burst(messages: u64) -> Run {
+    use ruststream::memory::MemoryBroker;
+    let tally = Tally::default();
+    let burst = Arc::new(Burst::new(messages));
+    let broker = MemoryBroker::new();
+    let publisher = broker.publisher();
+    let state = AppState {
+        tally: tally.clone(),
+        burst: Arc::clone(&burst),
+    };
+    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(state))
+        .with_broker(broker, |b| {
+            b.include(on_redelivered_burst.name("jobs"));
+        })
+        .start()
+        .await
+        .unwrap();
+    warm_up!([&tally], async {
+        publisher
+            .publish(crate_message(job_frames(WARM_UP)), None)
+            .await
+            .unwrap();
+    });
+    tally.arm(messages);
+    let meter = Meter::start();
+    let sending = tokio::spawn(async move {
+        for id in 0..messages {
+            let message = crate_message(job_frames(id));
+            publisher.publish(message, None).await.unwrap();
+        }
+    });
+    tally.wait(Duration::from_secs(10)).await;
+    sending.await.unwrap();
+    let mut run = meter.stop(messages);
+    run.fields = lateness(&burst, &run);
+    running.shutdown().await.unwrap();
+    run
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1021,39 +1179,7 @@ async fn crate_retry_burst(messages: u64) -> Run {
     tally.wait(Duration::from_secs(10)).await;
     let mut run = meter.stop(messages);
     pusher.close().await;
-    let delay = u64::try_from(RETRY_DELAY.as_nanos()).unwrap();
-    let (mut early, mut lost, mut late) = (0_u64, 0_u64, Vec::new());
-    let (mut first_min, mut first_max) = (u64::MAX, 0);
-    for (first, second) in burst.first.iter().zip(&burst.second) {
-        let (first, second) = (
-            first.load(Ordering::Relaxed),
-            second.load(Ordering::Relaxed),
-        );
-        if first == 0 || second == 0 {
-            lost += 1;
-            continue;
-        }
-        first_min = first_min.min(first);
-        first_max = first_max.max(first);
-        if second < first + delay {
-            early += 1;
-        } else {
-            late.push(Duration::from_nanos(second - first - delay));
-        }
-    }
-    let (p50, p99) = percentiles(late).unwrap_or_default();
-    run.fields = vec![
-        ("early", early as f64),
-        ("lost", lost as f64),
-        ("late p50, ms", p50.as_secs_f64() * 1e3),
-        ("late p99, ms", p99.as_secs_f64() * 1e3),
-        (
-            "first deliveries spread over, ms",
-            first_max.saturating_sub(first_min) as f64 / 1e6,
-        ),
-        ("peak RSS growth, MB", run.peak_growth_kib / 1024.0),
-        ("peak RSS, MB", run.peak_kib / 1024.0),
-    ];
+    run.fields = lateness(&burst, &run);
     running.shutdown().await.unwrap();
     run
 }
@@ -1186,6 +1312,12 @@ const SCENARIOS: &[Scenario] = &[
         messages: 100_000,
     },
     Scenario {
+        name: "retry-framework",
+        what: "retry burst: {n} `retry_after(500 ms)` copies, the crate vs the framework's in-process broker (it delays each redelivery itself)",
+        sides: ("crate", Some("memory broker")),
+        messages: 100_000,
+    },
+    Scenario {
         name: "responder-rss",
         what: "responder RSS over {n} requests, 64 in flight",
         sides: ("crate", None),
@@ -1237,7 +1369,8 @@ async fn run_side(scenario: &Scenario, baseline: bool, n: u64) -> Run {
         ("fanout", true) => raw_fanout(n, 4).await,
         ("queue16k", false) => crate_queue(n, Body::Big, Feed::RawPush, false).await,
         ("queue16k", true) => raw_queue(n, big_frames, raw_big_job).await,
-        ("retry", _) => crate_retry_burst(n).await,
+        ("retry", _) | ("retry-framework", false) => crate_retry_burst(n).await,
+        ("retry-framework", true) => memory_retry_burst(n).await,
         ("responder-rss", _) => crate_request_reply(n, 64, true).await,
         ("flood", _) => crate_queue(n, Body::Small, Feed::RawPush, true).await,
         ("warn" | "warn-filtered", true) => {
@@ -1359,8 +1492,9 @@ fn summarize(runs: &[Run]) -> Summary {
 fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
     println!();
     println!(
-        "backend `{BACKEND}`, baseline: {}; medians of {reps} runs",
-        raw::CLIENT
+        "backend `{BACKEND}`, baseline: {}; {}; medians of {reps} runs",
+        raw::CLIENT,
+        allocator()
     );
     println!();
     println!(
@@ -1570,7 +1704,11 @@ fn main() {
         .filter(|s| names.is_empty() || names.iter().any(|name| name == s.name))
         .collect();
     install_subscriber();
-    println!("backend `{BACKEND}`; baseline: {}", raw::CLIENT);
+    println!(
+        "backend `{BACKEND}`; baseline: {}; {}",
+        raw::CLIENT,
+        allocator()
+    );
     let mut results: Vec<(&Scenario, u64, Vec<Run>, Vec<Run>)> = chosen
         .iter()
         .map(|&s| {
