@@ -70,6 +70,7 @@ use std::{
 
 use futures::StreamExt;
 use mimalloc::MiMalloc;
+use ruststream::memory::{MemoryBroker, MemoryPublisher};
 use ruststream::{
     Broker, Bytes, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage,
     Publisher, RequestReply,
@@ -341,24 +342,13 @@ async fn on_burst(
     State(burst): State<Arc<Burst>>,
     State(tally): State<Tally>,
 ) -> HandlerOutcome {
-    if job.id == WARM_UP {
-        tally.hit(WARM_UP);
-        return HandlerOutcome::ack();
-    }
-    let Some(slot) = usize::try_from(job.id)
-        .ok()
-        .filter(|&at| at < burst.first.len())
-    else {
-        return HandlerOutcome::ack();
-    };
-    if retries.retry_count.is_none() {
-        burst.first[slot].store(burst.now(), Ordering::Relaxed);
-        HandlerOutcome::retry_after(RETRY_DELAY)
-    } else {
-        burst.second[slot].store(burst.now(), Ordering::Relaxed);
-        tally.hit(job.id);
-        HandlerOutcome::ack()
-    }
+    burst_outcome(&burst, &tally, job.id, |first, now| {
+        let is_first = retries.retry_count.is_none();
+        if is_first {
+            first.store(now, Ordering::Relaxed);
+        }
+        is_first
+    })
 }
 
 /// `on_burst` for a broker that redelivers the message itself, with no retry header: the
@@ -369,25 +359,37 @@ async fn on_redelivered_burst(
     State(burst): State<Arc<Burst>>,
     State(tally): State<Tally>,
 ) -> HandlerOutcome {
-    if job.id == WARM_UP {
+    burst_outcome(&burst, &tally, job.id, |first, now| {
+        first
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    })
+}
+
+/// What a burst handler answers for `id`: a first delivery (`is_first` tells, given its slot
+/// and the time) asks for a copy in 500 ms; a copy is timed, counted and acked.
+fn burst_outcome(
+    burst: &Burst,
+    tally: &Tally,
+    id: u64,
+    is_first: impl FnOnce(&AtomicU64, u64) -> bool,
+) -> HandlerOutcome {
+    if id == WARM_UP {
         tally.hit(WARM_UP);
         return HandlerOutcome::ack();
     }
-    let Some(slot) = usize::try_from(job.id)
+    let Some(slot) = usize::try_from(id)
         .ok()
         .filter(|&at| at < burst.first.len())
     else {
         return HandlerOutcome::ack();
     };
     let now = burst.now();
-    if burst.first[slot]
-        .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
-        .is_ok()
-    {
+    if is_first(&burst.first[slot], now) {
         HandlerOutcome::retry_after(RETRY_DELAY)
     } else {
         burst.second[slot].store(now, Ordering::Relaxed);
-        tally.hit(job.id);
+        tally.hit(id);
         HandlerOutcome::ack()
     }
 }
@@ -439,37 +441,16 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
 /// task that sleeps, then puts the delivery back in the queue): no copy is published, so this
 /// is the least a delayed retry costs in this framework, the ceiling of any transport.
 async fn memory_retry_burst(messages: u64) -> Run {
-    use ruststream::memory::MemoryBroker;
     let tally = Tally::default();
     let burst = Arc::new(Burst::new(messages));
-    let broker = MemoryBroker::new();
-    let publisher = broker.publisher();
     let state = AppState {
         tally: tally.clone(),
         burst: Arc::clone(&burst),
     };
-    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(state))
-        .with_broker(broker, |b| {
-            b.include(on_redelivered_burst.name("jobs"));
-        })
-        .start()
-        .await
-        .unwrap();
-    warm_up!([&tally], async {
-        publisher
-            .publish(crate_message(job_frames(WARM_UP)), None)
-            .await
-            .unwrap();
-    });
+    let (running, publisher) = memory_service(state, &tally, Mount::RedeliveredBurst).await;
     tally.arm(messages);
     let meter = Meter::start();
-    let sending = tokio::spawn(async move {
-        for id in 0..messages {
-            let message = crate_message(job_frames(id));
-            publisher.publish(message, None).await.unwrap();
-        }
-    });
+    let sending = memory_publish_all(publisher, messages);
     tally.wait(Duration::from_secs(10)).await;
     sending.await.unwrap();
     let mut run = meter.stop(messages);
@@ -781,6 +762,8 @@ enum Mount {
     Count,
     CountBig,
     Burst,
+    /// The burst on a broker that redelivers the message itself.
+    RedeliveredBurst,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -804,6 +787,9 @@ async fn queue_service(state: AppState, mount: Mount) -> (ruststream::runtime::R
             }
             Mount::Burst => {
                 b.include(on_burst.name("jobs"));
+            }
+            Mount::RedeliveredBurst => {
+                b.include(on_redelivered_burst.name("jobs"));
             }
         })
         .start()
@@ -914,33 +900,11 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
 /// publisher from a task of its own: what the framework's dispatch costs with no socket at all,
 /// the ceiling of any transport under the same handler.
 async fn memory_queue(messages: u64) -> Run {
-    use ruststream::memory::MemoryBroker;
     let tally = Tally::default();
-    let broker = MemoryBroker::new();
-    let publisher = broker.publisher();
-    let state = AppState::of(&tally);
-    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(state))
-        .with_broker(broker, |b| {
-            b.include(on_job.name("jobs"));
-        })
-        .start()
-        .await
-        .unwrap();
-    warm_up!([&tally], async {
-        publisher
-            .publish(crate_message(job_frames(WARM_UP)), None)
-            .await
-            .unwrap();
-    });
+    let (running, publisher) = memory_service(AppState::of(&tally), &tally, Mount::Count).await;
     tally.arm(messages);
     let meter = Meter::start();
-    let sending = tokio::spawn(async move {
-        for id in 0..messages {
-            let message = crate_message(job_frames(id));
-            publisher.publish(message, None).await.unwrap();
-        }
-    });
+    let sending = memory_publish_all(publisher, messages);
     let done = tally.wait(Duration::from_secs(10)).await;
     sending.await.unwrap();
     let run = meter.stop(messages);
@@ -951,6 +915,53 @@ async fn memory_queue(messages: u64) -> Run {
     );
     running.shutdown().await.unwrap();
     run
+}
+
+/// The framework's in-process broker running `mount`'s handler, warmed up with one message;
+/// answers the running app and the broker's publisher.
+async fn memory_service(
+    state: AppState,
+    tally: &Tally,
+    mount: Mount,
+) -> (ruststream::runtime::RunningApp, MemoryPublisher) {
+    let broker = MemoryBroker::new();
+    let publisher = broker.publisher();
+    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(state))
+        .with_broker(broker, |b| match mount {
+            Mount::Count => {
+                b.include(on_job.name("jobs"));
+            }
+            Mount::CountBig => {
+                b.include(on_big_job.name("jobs"));
+            }
+            Mount::Burst => {
+                b.include(on_burst.name("jobs"));
+            }
+            Mount::RedeliveredBurst => {
+                b.include(on_redelivered_burst.name("jobs"));
+            }
+        })
+        .start()
+        .await
+        .unwrap();
+    warm_up!([tally], async {
+        publisher
+            .publish(crate_message(job_frames(WARM_UP)), None)
+            .await
+            .unwrap();
+    });
+    (running, publisher)
+}
+
+/// The in-process broker's publisher sending `messages` jobs, from a task of its own.
+fn memory_publish_all(publisher: MemoryPublisher, messages: u64) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        for id in 0..messages {
+            let message = crate_message(job_frames(id));
+            publisher.publish(message, None).await.unwrap();
+        }
+    })
 }
 
 /// Sends `messages` in ten rounds, each handled whole before the next is sent, so that no
