@@ -21,7 +21,7 @@ use std::task::Poll;
 
 use tokio::{
     runtime::Handle,
-    sync::{OwnedMutexGuard, mpsc, oneshot},
+    sync::{mpsc, oneshot},
     task::JoinHandle,
     time::{Instant, timeout, timeout_at},
 };
@@ -181,9 +181,12 @@ impl Shared {
 
 /// Sends through a socket's task; cheap to clone.
 ///
-/// A caller on the socket's runtime that finds the socket idle and nothing queued sends
-/// inline; the send finishes there when the client takes the message at once (the usual case),
-/// and is otherwise handed to the runtime to finish, never dropped half way.
+/// A caller on the socket's runtime that finds the socket idle sends inline, even with
+/// messages queued (concurrent publishes have no order among them, and each caller's own
+/// messages leave in order, since it waits for each); the send finishes there when the client
+/// takes the message at once (the usual case), and is otherwise handed to the runtime to
+/// finish, never dropped half way. A caller that finds the socket busy queues its message for
+/// the task, which sends everything queued under one hold of the socket.
 #[derive(Clone)]
 pub(crate) struct Writer {
     jobs: mpsc::Sender<Job>,
@@ -234,11 +237,12 @@ impl Writer {
             )));
         }
         let on_runtime = Handle::try_current().is_ok_and(|here| here.id() == self.runtime.id());
-        if on_runtime
-            && self.jobs.capacity() == QUEUE
-            && let Ok(socket) = Arc::clone(&self.socket).try_lock_owned()
-        {
-            let mut sending = Box::pin(send_on(socket, frames, deadline, Arc::clone(&self.shared)));
+        if on_runtime && let Ok(socket) = Arc::clone(&self.socket).try_lock_owned() {
+            let shared = Arc::clone(&self.shared);
+            let mut sending = Box::pin(async move {
+                let mut socket = socket;
+                send_on(&mut socket, frames, deadline, &shared).await
+            });
             if let Poll::Ready(sent) = futures::poll!(sending.as_mut()) {
                 return sent;
             }
@@ -303,10 +307,10 @@ impl WriterTask {
 
 /// Sends one message on the socket, waiting until `deadline` for a peer, and notes the outcome.
 async fn send_on(
-    mut socket: OwnedMutexGuard<Option<Sending>>,
+    socket: &mut Option<Sending>,
     frames: Frames,
     deadline: Instant,
-    shared: Arc<Shared>,
+    shared: &Shared,
 ) -> Result<(), ZmqError> {
     let Some(socket) = socket.as_mut() else {
         return Err(gone());
@@ -359,15 +363,21 @@ async fn run(
                 continue;
             }
         };
-        if Instant::now() >= job.deadline {
-            let _ = job.done.send(Err(
-                shared.not_sent("its deadline passed before its turn came".to_owned())
-            ));
-            continue;
+        // Every job queued by then leaves under this one hold of the socket: one wait for its
+        // lock, not one a message, while callers that find it busy keep queueing.
+        let mut held = socket.lock().await;
+        let mut next = Some(job);
+        while let Some(job) = next.take() {
+            let sent = if Instant::now() >= job.deadline {
+                Err(shared.not_sent("its deadline passed before its turn came".to_owned()))
+            } else {
+                send_on(&mut held, job.frames, job.deadline, &shared).await
+            };
+            let _ = job.done.send(sent);
+            if !shared.failing.load(Ordering::Acquire) {
+                next = jobs.try_recv().ok();
+            }
         }
-        let held = Arc::clone(&socket).lock_owned().await;
-        let sent = send_on(held, job.frames, job.deadline, Arc::clone(&shared)).await;
-        let _ = job.done.send(sent);
     }
     // What is still queued fails with a shut-down error as its senders are dropped.
     drop(jobs);
