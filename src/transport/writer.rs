@@ -363,19 +363,24 @@ async fn run(
                 continue;
             }
         };
-        // Every job queued by then leaves under this one hold of the socket: one wait for its
-        // lock, not one a message, while callers that find it busy keep queueing.
+        // The jobs queued by then leave under this one hold of the socket: one wait for its
+        // lock, not one a message. At most a queue's worth, so that a stop is seen between
+        // holds however fast callers queue.
         let mut held = socket.lock().await;
-        let mut next = Some(job);
-        while let Some(job) = next.take() {
+        let mut job = job;
+        for turn in 1..=QUEUE {
             let sent = if Instant::now() >= job.deadline {
                 Err(shared.not_sent("its deadline passed before its turn came".to_owned()))
             } else {
                 send_on(&mut held, job.frames, job.deadline, &shared).await
             };
             let _ = job.done.send(sent);
-            if !shared.failing.load(Ordering::Acquire) {
-                next = jobs.try_recv().ok();
+            if turn == QUEUE || shared.failing.load(Ordering::Acquire) {
+                break;
+            }
+            match jobs.try_recv() {
+                Ok(queued) => job = queued,
+                Err(_) => break,
             }
         }
     }
