@@ -93,6 +93,11 @@ const ON_MIMALLOC: bool = match option_env!("THROUGHPUT_ALLOCATOR") {
     None => false,
 };
 
+/// The allocator every call goes to: a constant, so the choice folds away when built.
+fn inner() -> &'static dyn GlobalAlloc {
+    if ON_MIMALLOC { &MiMalloc } else { &System }
+}
+
 fn allocator() -> &'static str {
     if ON_MIMALLOC {
         "allocator: mimalloc"
@@ -107,48 +112,24 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            if ON_MIMALLOC {
-                MiMalloc.alloc(layout)
-            } else {
-                System.alloc(layout)
-            }
-        }
+        unsafe { inner().alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            if ON_MIMALLOC {
-                MiMalloc.alloc_zeroed(layout)
-            } else {
-                System.alloc_zeroed(layout)
-            }
-        }
+        unsafe { inner().alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            if ON_MIMALLOC {
-                MiMalloc.realloc(ptr, layout, new_size)
-            } else {
-                System.realloc(ptr, layout, new_size)
-            }
-        }
+        unsafe { inner().realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            if ON_MIMALLOC {
-                MiMalloc.dealloc(ptr, layout)
-            } else {
-                System.dealloc(ptr, layout)
-            }
-        }
+        unsafe { inner().dealloc(ptr, layout) }
     }
 }
 
@@ -766,6 +747,27 @@ enum Mount {
     RedeliveredBurst,
 }
 
+/// Mounts the handler `mount` names on `b`, the scope of whichever broker runs it (a macro:
+/// the scope's type differs per broker and app, and is not worth spelling out).
+macro_rules! include_mount {
+    ($b:expr, $mount:expr) => {
+        match $mount {
+            Mount::Count => {
+                $b.include(on_job.name("jobs"));
+            }
+            Mount::CountBig => {
+                $b.include(on_big_job.name("jobs"));
+            }
+            Mount::Burst => {
+                $b.include(on_burst.name("jobs"));
+            }
+            Mount::RedeliveredBurst => {
+                $b.include(on_redelivered_burst.name("jobs"));
+            }
+        }
+    };
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Feed {
     RawPush,
@@ -778,20 +780,7 @@ async fn queue_service(state: AppState, mount: Mount) -> (ruststream::runtime::R
     let monitor = broker.monitor();
     let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(state))
-        .with_broker(broker, |b| match mount {
-            Mount::Count => {
-                b.include(on_job.name("jobs"));
-            }
-            Mount::CountBig => {
-                b.include(on_big_job.name("jobs"));
-            }
-            Mount::Burst => {
-                b.include(on_burst.name("jobs"));
-            }
-            Mount::RedeliveredBurst => {
-                b.include(on_redelivered_burst.name("jobs"));
-            }
-        })
+        .with_broker(broker, |b| include_mount!(b, mount))
         .start()
         .await
         .unwrap();
@@ -928,20 +917,7 @@ async fn memory_service(
     let publisher = broker.publisher();
     let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(state))
-        .with_broker(broker, |b| match mount {
-            Mount::Count => {
-                b.include(on_job.name("jobs"));
-            }
-            Mount::CountBig => {
-                b.include(on_big_job.name("jobs"));
-            }
-            Mount::Burst => {
-                b.include(on_burst.name("jobs"));
-            }
-            Mount::RedeliveredBurst => {
-                b.include(on_redelivered_burst.name("jobs"));
-            }
-        })
+        .with_broker(broker, |b| include_mount!(b, mount))
         .start()
         .await
         .unwrap();
