@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ruststream::{Bytes, HeaderMap, Str};
 use tokio::{
-    sync::{Notify, OnceCell, mpsc, watch},
+    sync::{OnceCell, mpsc, watch},
     task::JoinHandle,
     time::timeout,
 };
 
 use crate::{
     error::ZmqError,
-    intake::{Inbox, Intake, PROBE_TOPIC, Reading, pump},
+    intake::{Inbox, Intake, Probe, Reading, pump},
     monitor::ZmqMonitor,
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
@@ -186,8 +186,8 @@ impl Connection {
         let facts = self.facts;
         let role = facts.reads_with;
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
-        let probe = (self.binds && facts.filters_by_prefix()).then(|| Arc::new(Notify::new()));
-        let topics = facts.topics(subscription, probe.as_ref().map(|_| PROBE_TOPIC));
+        let probe = (self.binds && facts.filters_by_prefix()).then(|| Probe::new(subscription));
+        let topics = facts.topics(subscription);
         // A responder's requests are read by its socket's task and decoded as the subscription
         // takes them; a one-way socket is read by a task of its own.
         // `read_ahead` messages wait for the subscriber before the socket stops being read (and
@@ -270,7 +270,9 @@ impl Connection {
         }
         let inbox = Inbox::new(frames_rx, intake);
         if let (Some(probe), Some(address)) = (probe, address) {
-            self.outbound.reach(&address, &probe, PROBE_TOPIC).await?;
+            self.outbound
+                .reach(&address, &probe.heard, &probe.frame)
+                .await?;
         }
         Ok(inbox)
     }

@@ -18,8 +18,26 @@ use crate::{
     wire::{WireLimits, decode, decode_request},
 };
 
-/// The topic a bound fan-out's own publisher sends to learn that its listener hears it.
-pub(crate) const PROBE_TOPIC: &str = "\u{1}ruststream-zmq.probe";
+/// A bound fan-out's check that its own publisher reaches its listener: the one frame the
+/// publisher sends, and the signal the listener's reader gives when it reads that frame.
+#[derive(Clone)]
+pub(crate) struct Probe {
+    pub(crate) frame: Bytes,
+    pub(crate) heard: Arc<Notify>,
+}
+
+impl Probe {
+    /// The probe of `subscription`. Its frame begins with the subscription's name, so that the
+    /// listener keeps its one filter: a SUB with two sends two subscription messages at once, and
+    /// the `zeromq` client's PUB, taking in the second, can block a runtime worker for good (it
+    /// waits on a lock it just handed to a task that only that blocked worker may run).
+    pub(crate) fn new(subscription: &str) -> Self {
+        Self {
+            frame: Bytes::from(format!("{subscription}\u{1}ruststream-zmq.probe")),
+            heard: Arc::new(Notify::new()),
+        }
+    }
+}
 
 /// What a subscription reads, as the framework reads it: the messages its socket was read for
 /// (by a reader task of its own, or by a responder's socket task), decoded as they are taken.
@@ -124,7 +142,7 @@ impl Inbox {
 /// publisher reaches the listener.
 pub(crate) async fn pump(
     mut reader: Reader,
-    probe: Option<Arc<Notify>>,
+    probe: Option<Probe>,
     tx: mpsc::Sender<Received>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -142,9 +160,9 @@ pub(crate) async fn pump(
         };
         if let Some(probe) = &probe
             && received.frames.len() == 1
-            && received.frames[0] == PROBE_TOPIC.as_bytes()
+            && received.frames[0] == probe.frame
         {
-            probe.notify_one();
+            probe.heard.notify_one();
             continue;
         }
         // The subscriber keeps up, as a rule: only a full channel needs a wait.
@@ -160,4 +178,26 @@ pub(crate) async fn pump(
         }
     }
     reader.close().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Probe;
+    use crate::pattern::PatternFacts;
+
+    /// A bound fan-out's listener keeps one filter, its subscription's name, and the probe of
+    /// its own publisher passes it: a second filter would make the SUB send two subscription
+    /// messages at once, which the `zeromq` client's PUB does not always survive.
+    #[test]
+    fn a_bound_fanout_listens_with_one_filter_that_its_probe_passes() {
+        let topics = PatternFacts::FANOUT.topics("payments");
+        assert_eq!(topics, ["payments"]);
+        let probe = Probe::new("payments");
+        assert!(probe.frame.starts_with(topics[0].as_bytes()));
+        assert_ne!(
+            &probe.frame[..],
+            b"payments",
+            "a probe is not a message's name"
+        );
+    }
 }

@@ -186,12 +186,12 @@ impl Outbound {
         &self,
         address: &str,
         heard: &Notify,
-        probe: &str,
+        probe: &Bytes,
     ) -> Result<(), ZmqError> {
         let writer = self.writer(&Target::Dial(address.to_owned())).await?;
         let deadline = self.deadline();
         loop {
-            let frames = vec![Bytes::copy_from_slice(probe.as_bytes())];
+            let frames = vec![probe.clone()];
             writer.send(frames, deadline).await?;
             if timeout(PROBE_EVERY, heard.notified()).await.is_ok() {
                 return Ok(());

@@ -121,16 +121,14 @@ impl PatternFacts {
         matches!(self.admission, Admission::Prefix)
     }
 
-    /// The topics a subscription's socket filters on: a fan-out's own prefix (and, bound, the
-    /// probe its own publisher sends); the other patterns take everything.
-    pub(crate) fn topics(self, subscription: &str, probe: Option<&str>) -> Vec<String> {
-        if !self.filters_by_prefix() {
-            return Vec::new();
+    /// The topics a subscription's socket filters on: a fan-out's own prefix (a bound one's
+    /// probe begins with it too); the other patterns take everything.
+    pub(crate) fn topics(self, subscription: &str) -> Vec<String> {
+        if self.filters_by_prefix() {
+            vec![subscription.to_owned()]
+        } else {
+            Vec::new()
         }
-        std::iter::once(subscription)
-            .chain(probe)
-            .map(str::to_owned)
-            .collect()
     }
 
     /// Says at startup what will become of a registration's dead letters where the declaration
