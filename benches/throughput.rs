@@ -70,7 +70,7 @@ use std::{
 
 use futures::StreamExt;
 use mimalloc::MiMalloc;
-use ruststream::memory::{MemoryBroker, MemoryPublisher};
+use ruststream::memory::{MemoryBroker, MemoryPublish, MemoryPublisher};
 use ruststream::{
     Broker, Bytes, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage,
     Publisher, RequestReply,
@@ -378,6 +378,34 @@ fn burst_outcome(
 #[subscriber(Responder::<Bound>, reply("reply"))]
 async fn echo(job: &Job) -> Job {
     Job { id: job.id }
+}
+
+/// The same echo on the framework's in-process broker; [`ReplyTo`] sends its answer to the
+/// request's inbox.
+#[subscriber("echo", reply("echoed"))]
+async fn memory_echo(job: &Job) -> Job {
+    Job { id: job.id }
+}
+
+/// Names an answer on the in-process broker after its request's `reply-to`, as the crate's
+/// `ToRequester` does on a responder.
+struct ReplyTo;
+
+impl<C, Options> PublishTransform<ForReply<C>, Options> for ReplyTo {
+    type Destination = Names;
+
+    fn apply(
+        &self,
+        out: &mut ruststream::runtime::Outgoing<'_>,
+        _options: &mut Option<Options>,
+        cx: &ruststream::runtime::PublishContext<'_, C>,
+    ) {
+        if let Some(to) = cx.headers().get_shared("reply-to")
+            && let Ok(to) = ruststream::Str::try_from(to)
+        {
+            out.set_name(to);
+        }
+    }
 }
 
 /// The burst's figures: copies early and lost, how late the rest came (p50, p99), how long the
@@ -1002,6 +1030,47 @@ async fn ask(requester: &ruststream_zmq::ZmqRequester, id: u64) {
     assert_eq!(answered(answer.payload()), id, "the answer to its request");
 }
 
+/// Asks `requests` through `ask`, `window` in flight, from a task of its own; each finished
+/// request counts in `progress`. Answers how long each took.
+fn ask_all<A, F>(
+    requests: u64,
+    window: usize,
+    progress: Arc<AtomicU64>,
+    ask: A,
+) -> tokio::task::JoinHandle<Vec<Duration>>
+where
+    A: Fn(u64) -> F + Send + Sync + 'static,
+    F: Future<Output = ()> + Send,
+{
+    tokio::spawn(async move {
+        let timed = |id| {
+            let asked = Instant::now();
+            let answered = ask(id);
+            let progress = &progress;
+            async move {
+                answered.await;
+                progress.fetch_add(1, Ordering::Relaxed);
+                asked.elapsed()
+            }
+        };
+        // One in flight is a plain loop, as the raw asker's: a `FuturesUnordered` of one
+        // future yields to the scheduler after every poll that finds it pending, and each
+        // such yield wakes the other worker (1.2 context switches a request, none raw).
+        if window == 1 {
+            let mut latencies = Vec::with_capacity(usize::try_from(requests).unwrap());
+            for id in 0..requests {
+                latencies.push(timed(id).await);
+            }
+            return latencies;
+        }
+        futures::stream::iter(0..requests)
+            .map(timed)
+            .buffer_unordered(window)
+            .collect::<Vec<_>>()
+            .await
+    })
+}
+
 /// The crate's responder and requester: `requests`, `window` in flight on one requester. With
 /// `probe`, the resident set after a tenth and at the end.
 async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
@@ -1014,36 +1083,10 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     ask(&requester, WARM_UP).await;
     let progress = Arc::new(AtomicU64::new(0));
     let meter = Meter::start();
-    let asking = {
-        let progress = Arc::clone(&progress);
-        tokio::spawn(async move {
-            let timed = |id| {
-                let requester = requester.clone();
-                let progress = Arc::clone(&progress);
-                async move {
-                    let asked = Instant::now();
-                    ask(&requester, id).await;
-                    progress.fetch_add(1, Ordering::Relaxed);
-                    asked.elapsed()
-                }
-            };
-            // One in flight is a plain loop, as the raw asker's: a `FuturesUnordered` of one
-            // future yields to the scheduler after every poll that finds it pending, and each
-            // such yield wakes the other worker (1.2 context switches a request, none raw).
-            if window == 1 {
-                let mut latencies = Vec::with_capacity(usize::try_from(requests).unwrap());
-                for id in 0..requests {
-                    latencies.push(timed(id).await);
-                }
-                return latencies;
-            }
-            futures::stream::iter(0..requests)
-                .map(timed)
-                .buffer_unordered(window)
-                .collect::<Vec<_>>()
-                .await
-        })
-    };
+    let asking = ask_all(requests, window, Arc::clone(&progress), move |id| {
+        let requester = requester.clone();
+        async move { ask(&requester, id).await }
+    });
     let mut early = None;
     if probe {
         while progress.load(Ordering::Relaxed) < requests {
@@ -1068,6 +1111,42 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     }
     running.shutdown().await.unwrap();
     client.shutdown().await.unwrap();
+    run
+}
+
+/// The same echo and asker on the framework's in-process broker (`window` in flight): what
+/// the framework's dispatch and its request machinery cost with no socket.
+async fn memory_request_reply(requests: u64, window: usize) -> Run {
+    let broker = MemoryBroker::new();
+    let requester = broker.requester();
+    let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
+        .with_broker(broker, |b| {
+            b.include(memory_echo)
+                .out_reply(MemoryPublish)
+                .transform(ReplyTo);
+        })
+        .start()
+        .await
+        .unwrap();
+    let ask = move |id: u64| {
+        let requester = requester.clone();
+        async move {
+            let msg = OutgoingMessage::produced("echo", BytesMut::from(&json(id)[..]));
+            let answer = requester
+                .request(msg, Duration::from_secs(30))
+                .await
+                .expect("an answer");
+            assert_eq!(answered(answer.payload()), id, "the answer to its request");
+        }
+    };
+    ask(WARM_UP).await;
+    let meter = Meter::start();
+    let latencies = ask_all(requests, window, Arc::new(AtomicU64::new(0)), ask)
+        .await
+        .unwrap();
+    let mut run = meter.stop(requests);
+    run.latencies = percentiles(latencies);
+    running.shutdown().await.unwrap();
     run
 }
 
@@ -1281,6 +1360,12 @@ const SCENARIOS: &[Scenario] = &[
         messages: 200_000,
     },
     Scenario {
+        name: "rr64-framework",
+        what: "request-reply, {n} requests, 64 in flight, the crate vs the framework's in-process broker",
+        sides: ("crate", Some("memory broker")),
+        messages: 200_000,
+    },
+    Scenario {
         name: "fanout",
         what: "fan-out, {n} messages from one publisher to 4 subscribers",
         sides: ("crate", Some("raw")),
@@ -1352,6 +1437,8 @@ async fn run_side(scenario: &Scenario, baseline: bool, n: u64) -> Run {
         ("rr1", true) => raw_request_reply(n, 1).await,
         ("rr64", false) => crate_request_reply(n, 64, false).await,
         ("rr64", true) => raw_request_reply(n, 64).await,
+        ("rr64-framework", false) => crate_request_reply(n, 64, false).await,
+        ("rr64-framework", true) => memory_request_reply(n, 64).await,
         ("fanout", false) => crate_fanout(n, 4).await,
         ("fanout", true) => raw_fanout(n, 4).await,
         ("queue16k", false) => crate_queue(n, Body::Big, Feed::RawPush, false).await,
