@@ -323,7 +323,7 @@ impl Connection {
                 wire::encode(name, headers, payload)?,
             ),
             ResponderTarget::Reply(requester) => {
-                Leaving::Answer(wire::encode_reply(&requester, headers, payload)?)
+                Leaving::Answer(wire::reply_frames(requester, headers, payload)?)
             }
         })
     }

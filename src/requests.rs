@@ -112,11 +112,9 @@ impl RequestChannel {
         deadline: tokio::time::Instant,
     ) -> Result<ZmqMessage, ZmqError> {
         let request = self.requests.fetch_add(1, Ordering::Relaxed);
-        let id = Str::from(
-            headers
-                .correlation_id()
-                .map_or_else(|| format!("{}-{request}", self.prefix), str::to_owned),
-        );
+        let id = headers
+            .correlation_id()
+            .map_or_else(|| mint(&self.prefix, request), Str::from);
         headers.insert(CORRELATION_ID, id.clone());
         let frames = wire::encode(name, &headers, payload)?;
         let (tx, answer) = oneshot::channel();
@@ -171,6 +169,41 @@ impl RequestChannel {
             .send(wire::encode(name, headers, payload)?, deadline)
             .await
     }
+}
+
+/// The longest minted `correlation-id`: a prefix of at most 41 characters (a process id and a
+/// start time in nanoseconds, in hex, and a dash), a dash and a request number of at most 20.
+const MINTED_MAX: usize = 64;
+
+/// A minted `correlation-id`, written in place.
+struct Minted {
+    bytes: [u8; MINTED_MAX],
+    len: usize,
+}
+
+impl AsRef<[u8]> for Minted {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The `correlation-id` of request number `request`: `<prefix>-<request>`. Written in place and
+/// shared as it is, it takes one allocation; a `String` made shared takes two.
+fn mint(prefix: &str, request: u64) -> Str {
+    use std::io::Write as _;
+    let mut minted = Minted {
+        bytes: [0; MINTED_MAX],
+        len: 0,
+    };
+    let mut rest = &mut minted.bytes[..];
+    if write!(rest, "{prefix}-{request}").is_ok() {
+        minted.len = MINTED_MAX - rest.len();
+        if let Ok(id) = Str::from_inner(Bytes::from_owner(minted)) {
+            return id;
+        }
+    }
+    // Not reached with the prefix `open` makes; kept so that a longer one stays correct.
+    Str::from(format!("{prefix}-{request}"))
 }
 
 /// What a refused answer is counted under, where a subscription's refusals carry its name.
@@ -256,5 +289,20 @@ struct FailAll(Pending);
 impl Drop for FailAll {
     fn drop(&mut self) {
         fail_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MINTED_MAX, mint};
+
+    #[test]
+    fn a_minted_id_is_the_prefix_a_dash_and_the_number_even_at_their_longest() {
+        let longest = format!("{:x}-{:x}", u32::MAX, u128::MAX);
+        for (prefix, request) in [("1f-2a", 0), ("1f-2a", 7), (longest.as_str(), u64::MAX)] {
+            assert_eq!(&*mint(prefix, request), format!("{prefix}-{request}"));
+        }
+        let too_long = "x".repeat(MINTED_MAX);
+        assert_eq!(&*mint(&too_long, 1), format!("{too_long}-1"));
     }
 }

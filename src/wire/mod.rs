@@ -380,11 +380,13 @@ pub fn parse_requester(address: &str) -> Result<Requester, ZmqError> {
     if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(invalid("the identity is not hex"));
     }
-    let identity = (0..hex.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16))
-        .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| invalid("the identity is not hex"))?;
+    // Sized up front: collecting a `Result` iterator starts from nothing and grows.
+    let mut identity = Vec::with_capacity(hex.len() / 2);
+    for at in (0..hex.len()).step_by(2) {
+        let byte = u8::from_str_radix(&hex[at..at + 2], 16)
+            .map_err(|_| invalid("the identity is not hex"))?;
+        identity.push(byte);
+    }
     Ok(Requester {
         identity: identity.into(),
         delimited,
@@ -401,12 +403,24 @@ pub fn encode_reply(
     headers: &HeaderMap,
     payload: Bytes,
 ) -> Result<Frames, ZmqError> {
-    let mut frames = Vec::with_capacity(5);
-    frames.push(requester.identity.clone());
+    reply_frames(requester.clone(), headers, payload)
+}
+
+/// [`encode_reply`], taking the requester: its identity frame moves into the answer (a clone
+/// of a freshly parsed one allocates), and the answer's name is the static `reply`.
+pub(crate) fn reply_frames(
+    requester: Requester,
+    headers: &HeaderMap,
+    payload: Bytes,
+) -> Result<Frames, ZmqError> {
+    let mut frames = Vec::with_capacity(if requester.delimited { 5 } else { 4 });
+    frames.push(requester.identity);
     if requester.delimited {
         frames.push(Bytes::new());
     }
-    frames.extend(encode(REPLY_NAME, headers, payload)?);
+    frames.push(Bytes::from_static(REPLY_NAME.as_bytes()));
+    frames.push(encode_headers(headers)?);
+    frames.push(payload);
     Ok(frames)
 }
 
