@@ -1021,7 +1021,13 @@ async fn echo_responder(address: &str) -> (ruststream::runtime::RunningApp, Stri
     (running, monitor.bound_address().unwrap())
 }
 
-async fn ask(requester: &ruststream_zmq::ZmqRequester, id: u64) {
+/// One request through `requester` (the crate's or the in-process broker's), checked against
+/// its answer.
+async fn ask<R>(requester: &R, id: u64)
+where
+    R: RequestReply<Payload = ruststream::Take>,
+    R::Error: std::fmt::Debug,
+{
     let msg = OutgoingMessage::produced("echo", BytesMut::from(&json(id)[..]));
     let answer = requester
         .request(msg, Duration::from_secs(30))
@@ -1128,22 +1134,14 @@ async fn memory_request_reply(requests: u64, window: usize) -> Run {
         .start()
         .await
         .unwrap();
-    let ask = move |id: u64| {
-        let requester = requester.clone();
-        async move {
-            let msg = OutgoingMessage::produced("echo", BytesMut::from(&json(id)[..]));
-            let answer = requester
-                .request(msg, Duration::from_secs(30))
-                .await
-                .expect("an answer");
-            assert_eq!(answered(answer.payload()), id, "the answer to its request");
-        }
-    };
-    ask(WARM_UP).await;
+    ask(&requester, WARM_UP).await;
     let meter = Meter::start();
-    let latencies = ask_all(requests, window, Arc::new(AtomicU64::new(0)), ask)
-        .await
-        .unwrap();
+    let latencies = ask_all(requests, window, Arc::new(AtomicU64::new(0)), move |id| {
+        let requester = requester.clone();
+        async move { ask(&requester, id).await }
+    })
+    .await
+    .unwrap();
     let mut run = meter.stop(requests);
     run.latencies = percentiles(latencies);
     running.shutdown().await.unwrap();
