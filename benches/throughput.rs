@@ -1036,22 +1036,22 @@ where
     assert_eq!(answered(answer.payload()), id, "the answer to its request");
 }
 
-/// Asks `requests` through `ask`, `window` in flight, from a task of its own; each finished
-/// request counts in `progress`. Answers how long each took.
-fn ask_all<A, F>(
+/// Asks `requests` through `requester`, `window` in flight, from a task of its own; each
+/// finished request counts in `progress`. Answers how long each took.
+fn ask_all<R>(
+    requester: R,
     requests: u64,
     window: usize,
     progress: Arc<AtomicU64>,
-    ask: A,
 ) -> tokio::task::JoinHandle<Vec<Duration>>
 where
-    A: Fn(u64) -> F + Send + Sync + 'static,
-    F: Future<Output = ()> + Send,
+    R: RequestReply<Payload = ruststream::Take> + Send + Sync + 'static,
+    R::Error: std::fmt::Debug,
 {
     tokio::spawn(async move {
         let timed = |id| {
             let asked = Instant::now();
-            let answered = ask(id);
+            let answered = ask(&requester, id);
             let progress = &progress;
             async move {
                 answered.await;
@@ -1089,10 +1089,7 @@ async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
     ask(&requester, WARM_UP).await;
     let progress = Arc::new(AtomicU64::new(0));
     let meter = Meter::start();
-    let asking = ask_all(requests, window, Arc::clone(&progress), move |id| {
-        let requester = requester.clone();
-        async move { ask(&requester, id).await }
-    });
+    let asking = ask_all(requester, requests, window, Arc::clone(&progress));
     let mut early = None;
     if probe {
         while progress.load(Ordering::Relaxed) < requests {
@@ -1136,12 +1133,9 @@ async fn memory_request_reply(requests: u64, window: usize) -> Run {
         .unwrap();
     ask(&requester, WARM_UP).await;
     let meter = Meter::start();
-    let latencies = ask_all(requests, window, Arc::new(AtomicU64::new(0)), move |id| {
-        let requester = requester.clone();
-        async move { ask(&requester, id).await }
-    })
-    .await
-    .unwrap();
+    let latencies = ask_all(requester, requests, window, Arc::new(AtomicU64::new(0)))
+        .await
+        .unwrap();
     let mut run = meter.stop(requests);
     run.latencies = percentiles(latencies);
     running.shutdown().await.unwrap();
