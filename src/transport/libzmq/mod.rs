@@ -55,6 +55,10 @@ const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 /// How long a closed sending socket keeps trying to deliver what it already took.
 const LINGER: Duration = super::CLOSE_WAIT;
 
+/// How many queued messages a duplex socket's task reads in a row before it looks at its sends
+/// and at shutdown again.
+const READ_BATCH: usize = 32;
+
 /// Runs a blocking libzmq call until it ends with anything but `EINTR`. A signal the process
 /// handles (tokio installs handlers for child processes and for shutdown) interrupts a blocking
 /// wait, and is no reason for the crate's threads to stop reading.
@@ -474,7 +478,10 @@ impl Duplex {
             let mut pending: Option<Received> = None;
             // One send waits here for room (a DEALER with no responder yet).
             let mut waiting: Option<Outbound> = None;
-            loop {
+            // One wait for shutdown for the whole loop, not one made and dropped per message.
+            let stop = stopped(&mut shutdown);
+            tokio::pin!(stop);
+            'run: loop {
                 let mut wanted = zmq::PollEvents::empty();
                 if pending.is_none() {
                     wanted |= zmq::POLLIN;
@@ -485,7 +492,7 @@ impl Duplex {
                 let deadline = waiting.as_ref().map(|(_, deadline, _)| *deadline);
                 tokio::select! {
                     biased;
-                    () = stopped(&mut shutdown) => break,
+                    () = &mut stop => break,
                     () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                         if let Some((_, _, done)) = waiting.take() {
                             done.settle(Err(this.not_taken()));
@@ -504,17 +511,27 @@ impl Duplex {
                         {
                             waiting = this.offer(outbound);
                         }
-                        if events.contains(zmq::POLLIN) && pending.is_none() {
-                            match this.driven.try_recv() {
-                                Ok(Some(frames)) => match inbound.offer(Received {
-                                    frames,
-                                    release: Release::default(),
-                                }) {
-                                    Ok(waits) => pending = waits,
-                                    Err(Closed) => break,
-                                },
-                                Ok(None) => {}
-                                Err(err) => tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed"),
+                        if events.contains(zmq::POLLIN) {
+                            // What is already queued is read in one go, up to a batch, so that a
+                            // busy socket is not asked what it can do before every message.
+                            for _ in 0..READ_BATCH {
+                                if pending.is_some() {
+                                    break;
+                                }
+                                match this.driven.try_recv() {
+                                    Ok(Some(frames)) => match inbound.offer(Received {
+                                        frames,
+                                        release: Release::default(),
+                                    }) {
+                                        Ok(waits) => pending = waits,
+                                        Err(Closed) => break 'run,
+                                    },
+                                    Ok(None) => break,
+                                    Err(err) => {
+                                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed");
+                                        break;
+                                    }
+                                }
                             }
                         }
                     }
