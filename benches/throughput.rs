@@ -12,7 +12,8 @@
 //! Arguments after `--`: scenario names (all of them when none is given; `list` prints them),
 //! `--reps N` (3 by default: the table shows the median of N runs), `--scale F` (multiplies every
 //! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
-//! around the process).
+//! around the process), `--workers N` (the runtime's worker threads, 2 by default: with 1, a
+//! row shows what a scenario costs without hand-offs between workers).
 //!
 //! The baseline is raw sockets of the same client: without the `libzmq` feature, raw `zeromq`
 //! 0.7 sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
@@ -1555,10 +1556,10 @@ fn summarize(runs: &[Run]) -> Summary {
     }
 }
 
-fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize) {
+fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize, workers: usize) {
     println!();
     println!(
-        "backend `{BACKEND}`, baseline: {}; {}; medians of {reps} runs",
+        "backend `{BACKEND}`, baseline: {}; {}; {workers} runtime workers; medians of {reps} runs",
         raw::CLIENT,
         allocator()
     );
@@ -1717,8 +1718,18 @@ fn main() {
         println!("figures only: run `cargo bench --bench throughput`");
         return;
     }
+    // `--workers N`: the runtime's worker threads (2 by default, one a core of the machine the
+    // figures come from); read first, since the runtime is built before anything runs.
+    let workers = args
+        .iter()
+        .position(|arg| arg == "--workers")
+        .map_or(2, |at| {
+            args.get(at + 1)
+                .and_then(|n| n.parse().ok())
+                .expect("--workers N")
+        });
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
@@ -1742,6 +1753,9 @@ fn main() {
             "--bench" => {}
             "--reps" => reps = rest.next().and_then(|n| n.parse().ok()).expect("--reps N"),
             "--scale" => scale = rest.next().and_then(|n| n.parse().ok()).expect("--scale F"),
+            "--workers" => {
+                rest.next();
+            }
             "--only" => {
                 only = match rest.next().map(String::as_str) {
                     Some("measured") => Some(false),
@@ -1771,7 +1785,7 @@ fn main() {
         .collect();
     install_subscriber();
     println!(
-        "backend `{BACKEND}`; baseline: {}; {}",
+        "backend `{BACKEND}`; baseline: {}; {}; {workers} runtime workers",
         raw::CLIENT,
         allocator()
     );
@@ -1830,5 +1844,5 @@ fn main() {
             }
         }
     }
-    print_table(&results, reps);
+    print_table(&results, reps, workers);
 }
