@@ -26,7 +26,7 @@ use crate::{
         route_responder,
     },
     settings::Settings,
-    transport::{CLOSE_WAIT, Inbound, Reader, Received, Transport},
+    transport::{CLOSE_WAIT, DuplexReader, Inbound, Reader, Received, Transport},
     wire::{self, Frames},
 };
 
@@ -194,7 +194,7 @@ impl Connection {
         // the socket's own queue takes the pressure).
         let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
         let (source, address) = if facts.answers_requests {
-            let (sender, task, address) = self
+            let (started, address) = self
                 .transport
                 .duplex(
                     role,
@@ -204,9 +204,9 @@ impl Connection {
                     self.shutdown.subscribe(),
                 )
                 .await?;
-            self.spawn(task);
-            self.outbound.answer_through(sender);
-            (Source::Requests, address)
+            self.spawn(started.task);
+            self.outbound.answer_through(started.sender);
+            (Source::Requests(started.reader), address)
         } else {
             let (reader, address) = if self.binds {
                 // The subscription takes the endpoint: a publisher that bound it for peers lets go.
@@ -260,15 +260,19 @@ impl Connection {
             limits: self.settings.limits,
             monitor: self.monitor.clone(),
         };
-        if let Source::Socket(reader, frames_tx) = source {
-            self.spawn(pump(
-                reader,
-                probe.clone(),
-                frames_tx,
-                self.shutdown.subscribe(),
-            ));
-        }
-        let inbox = Inbox::new(frames_rx, intake);
+        let socket = match source {
+            Source::Socket(reader, frames_tx) => {
+                self.spawn(pump(
+                    reader,
+                    probe.clone(),
+                    frames_tx,
+                    self.shutdown.subscribe(),
+                ));
+                None
+            }
+            Source::Requests(socket) => socket,
+        };
+        let inbox = Inbox::new(frames_rx, socket, intake);
         if let (Some(probe), Some(address)) = (probe, address) {
             self.outbound
                 .reach(&address, &probe.heard, &probe.frame)
@@ -435,10 +439,11 @@ impl Connection {
 }
 
 /// Where a subscription's messages come from: its own reader, or the requests a responder's
-/// socket task reads.
+/// socket task reads (or hands it the reading end of).
 enum Source {
     Socket(Reader, mpsc::Sender<Received>),
-    Requests,
+    /// A responder's requests, read by its socket's task, or by the subscription itself.
+    Requests(Option<DuplexReader>),
 }
 
 /// How a publish leaves: through the writer for a target, or as an answer through the

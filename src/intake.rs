@@ -14,7 +14,7 @@ use crate::{
     error::ZmqError,
     message::ZmqMessage,
     monitor::ZmqMonitor,
-    transport::{Reader, Received, stopped},
+    transport::{DuplexReader, Reader, Received, stopped},
     wire::{WireLimits, decode, decode_request},
 };
 
@@ -41,12 +41,16 @@ impl Probe {
 }
 
 /// What a subscription reads, as the framework reads it: the messages its socket was read for
-/// (by a reader task of its own, or by a responder's socket task), decoded as they are taken.
+/// (by a reader task of its own, or by a responder's socket task), or the socket itself where
+/// its reading end is handed over (a responder's bound ROUTER on `zeromq`), decoded as they are
+/// taken.
 ///
 /// Decoding here, in the task that runs the handler, leaves the reading task only the socket:
 /// one task of each kind on two cores keeps both busy.
 pub struct Inbox {
+    /// Kept while the socket is read here too: its socket's task ends when it is dropped.
     rx: mpsc::Receiver<Received>,
+    socket: Option<DuplexReader>,
     intake: Intake,
 }
 
@@ -57,8 +61,13 @@ impl Subscriber for Inbox {
     fn stream(&mut self) -> impl Stream<Item = Result<ZmqMessage, ZmqError>> + Send + '_ {
         futures::stream::poll_fn(|cx| {
             loop {
-                // A refused message is passed over; the channel's budget ends a long run of them.
-                match std::task::ready!(self.rx.poll_recv(cx)) {
+                // A refused message is passed over; the channel's (or the socket's) budget ends a
+                // long run of them.
+                let next = match &mut self.socket {
+                    Some(socket) => socket.poll_recv(cx),
+                    None => self.rx.poll_recv(cx),
+                };
+                match std::task::ready!(next) {
                     Some(received) => {
                         if let Some(message) = self.intake.admit(received) {
                             return Poll::Ready(Some(Ok(message)));
@@ -132,9 +141,13 @@ impl Intake {
 }
 
 impl Inbox {
-    /// The subscriber of what a reading task hands to `rx`.
-    pub(crate) fn new(rx: mpsc::Receiver<Received>, intake: Intake) -> Self {
-        Self { rx, intake }
+    /// The subscriber of what a reading task hands to `rx`, or of what `socket` reads.
+    pub(crate) fn new(
+        rx: mpsc::Receiver<Received>,
+        socket: Option<DuplexReader>,
+        intake: Intake,
+    ) -> Self {
+        Self { rx, socket, intake }
     }
 }
 

@@ -68,9 +68,12 @@ impl RequestChannel {
             from: endpoint.into(),
         };
         let inbound = Inbound::Direct(Box::new(move |answer| matcher.hand(answer)));
-        let (sender, socket_task, bound) = transport
+        // A DEALER's answers are matched in its task (`Inbound::Direct`), so no reading end is
+        // handed over.
+        let (started, bound) = transport
             .duplex(Role::Dealer, endpoint, binds, inbound, shutdown)
             .await?;
+        let (sender, socket_task) = (started.sender, started.task);
         if let Some(address) = bound {
             tracing::info!(endpoint = %address, "requesting from responders that dial in");
             monitor.set_bound_address(Some(address));

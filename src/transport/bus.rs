@@ -26,7 +26,7 @@ use tokio::{
     time::{Instant, timeout_at},
 };
 
-use super::{BoxTask, DuplexSender, Inbound, Received, Release, stopped};
+use super::{DuplexSender, Inbound, Received, Release, Started, stopped};
 use crate::{
     error::ZmqError,
     pattern::{PatternFacts, Role},
@@ -494,7 +494,7 @@ impl Peer {
         binds: bool,
         inbound: Inbound,
         mut shutdown: watch::Receiver<bool>,
-    ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
+    ) -> Result<(Started, Option<String>), ZmqError> {
         let (mut reader, resolved) = self.open_reader(role, address, binds, Vec::new())?;
         let sender = {
             let points = BUS.points();
@@ -532,7 +532,12 @@ impl Peer {
             }
             reader.close();
         };
-        Ok((handle, Box::pin(task), binds.then_some(resolved)))
+        let started = Started {
+            sender: handle,
+            task: Box::pin(task),
+            reader: None,
+        };
+        Ok((started, binds.then_some(resolved)))
     }
 
     /// A message from the peer at the other end of a broker's endpoint (pattern `facts`,

@@ -25,7 +25,7 @@ use zeromq as sockets;
 
 #[cfg(feature = "libzmq")]
 pub(crate) use duplex::Outbound;
-pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound};
+pub(crate) use duplex::{Closed, Done, DuplexReader, DuplexSender, Inbound, Started};
 pub(crate) use duplex::{Direct, DirectSend, socket_gone};
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
@@ -275,7 +275,8 @@ impl Transport {
 
     /// Opens a duplex socket (ROUTER, DEALER), bound or dialing: answers the handle that sends
     /// through it, the task that runs it (handing what it reads to `inbound`, ending at
-    /// `shutdown`), and the bound address.
+    /// `shutdown`) or the reading end a subscription reads itself (a channel `inbound` allows
+    /// that), and the bound address.
     pub(crate) async fn duplex(
         &self,
         role: Role,
@@ -283,7 +284,7 @@ impl Transport {
         binds: bool,
         inbound: Inbound,
         shutdown: watch::Receiver<bool>,
-    ) -> Result<(DuplexSender, BoxTask, Option<String>), ZmqError> {
+    ) -> Result<(Started, Option<String>), ZmqError> {
         let (backend, address) = (self.backend.clone(), address.to_owned());
         self.run(async move {
             match backend {
@@ -296,8 +297,16 @@ impl Transport {
                         let duplex = sockets::Duplex::dial(role, &address, monitor, options);
                         (duplex.await?, None)
                     };
-                    let (sender, task) = duplex.run(inbound, shutdown);
-                    Ok((sender, Box::pin(task) as BoxTask, bound))
+                    let (sender, task, reader) = duplex.run(inbound, shutdown);
+                    let task = Box::pin(task) as BoxTask;
+                    Ok((
+                        Started {
+                            sender,
+                            task,
+                            reader,
+                        },
+                        bound,
+                    ))
                 }
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => peer.duplex(role, &address, binds, inbound, shutdown),

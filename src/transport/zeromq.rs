@@ -24,8 +24,8 @@ use zeromq::{
 };
 
 use super::{
-    Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, SocketOptions as Options,
-    socket_gone, stopped,
+    Closed, Direct, DirectSend, DuplexReader, DuplexSender, Inbound, Received, Release,
+    SocketOptions as Options, socket_gone, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -772,7 +772,11 @@ impl Duplex {
         self,
         inbound: Inbound,
         mut shutdown: watch::Receiver<bool>,
-    ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
+    ) -> (
+        DuplexSender,
+        impl Future<Output = ()> + Send + 'static,
+        Option<DuplexReader>,
+    ) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         // A bound ROUTER's answers leave from the tasks that send them, never through this
@@ -781,6 +785,16 @@ impl Duplex {
             .binds
             .then(|| SplitRouter::split(&mut this.socket))
             .flatten();
+        // So a subscription reads it itself; this task then only watches its peers, and ends
+        // when the subscription is gone.
+        let reader = match (&mut split, &inbound) {
+            (Some(split), Inbound::Channel(_)) => split
+                .recv
+                .take()
+                .map(|recv| reading(recv, this.address.clone())),
+            _ => None,
+        };
+        let handed_over = reader.is_some();
         // A dialing DEALER's sends leave from the tasks that send them while it is connected.
         let dealer = (!this.binds && this.role == Role::Dealer).then(DealerSlot::default);
         let sender = match (&split, &dealer) {
@@ -833,7 +847,8 @@ impl Duplex {
                         (Ok(permit), Some(received)) => permit.send(received),
                         _ => break,
                     },
-                    received = read_duplex(&mut this.socket, split.as_mut()), if pending.is_none() => match received {
+                    () = inbound.closed(), if handed_over => break,
+                    received = read_duplex(&mut this.socket, split.as_mut()), if pending.is_none() && !handed_over => match received {
                         Ok(message) => match inbound.offer(Received {
                             frames: message.into_vec(),
                             release: Release::default(),
@@ -857,7 +872,7 @@ impl Duplex {
                 None => this.close().await,
             }
         };
-        (sender, task)
+        (sender, task, reader)
     }
 }
 
@@ -866,16 +881,42 @@ async fn read_duplex(
     socket: &mut DuplexSocket,
     split: Option<&mut SplitRouter>,
 ) -> Result<ClientMessage, ClientError> {
-    match split {
-        Some(split) => split.recv.recv().await,
+    match split.and_then(|split| split.recv.as_mut()) {
+        Some(recv) => recv.recv().await,
         None => socket.recv().await,
     }
+}
+
+/// What a bound ROUTER's receiving half reads, for a subscription to take in its own task. The
+/// half waits while it has no peer, and fails only once it can read nothing more (a peer's
+/// failed connection is dropped inside it): the messages end there.
+fn reading(recv: RouterRecvHalf, address: String) -> DuplexReader {
+    let messages = futures::stream::unfold(recv, move |mut recv| {
+        let address = address.clone();
+        async move {
+            match recv.recv().await {
+                Ok(message) => {
+                    let received = Received {
+                        frames: message.into_vec(),
+                        release: Release::default(),
+                    };
+                    Some((received, recv))
+                }
+                Err(err) => {
+                    tracing::debug!(endpoint = %address, socket = "ROUTER", error = %err, "the socket reads no more");
+                    None
+                }
+            }
+        }
+    });
+    DuplexReader::new(Box::pin(messages))
 }
 
 /// A bound ROUTER in two halves: its task reads with one, and each answer leaves through the
 /// other from the task that sends it ([`RouterDirect`]).
 struct SplitRouter {
-    recv: RouterRecvHalf,
+    /// Taken out when a subscription reads the socket itself.
+    recv: Option<RouterRecvHalf>,
     /// Taken out at close, so that no send finds the socket after it.
     send: Arc<Mutex<Option<RouterSendHalf>>>,
     /// The peers' state the halves share, shut down at close even while a send still holds it.
@@ -899,7 +940,7 @@ impl SplitRouter {
         let state = Arc::downgrade(&router.backend());
         let (send, recv) = router.split();
         Some(Self {
-            recv,
+            recv: Some(recv),
             send: Arc::new(Mutex::new(Some(send))),
             state,
         })

@@ -37,8 +37,8 @@ use self::{
     watcher::Watched,
 };
 use super::{
-    Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions,
-    socket_gone, stopped,
+    Closed, Direct, DirectSend, DuplexReader, DuplexSender, Inbound, Outbound, Received, Release,
+    SocketOptions, socket_gone, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -462,7 +462,11 @@ impl Duplex {
         self,
         inbound: Inbound,
         mut shutdown: watch::Receiver<bool>,
-    ) -> (DuplexSender, impl Future<Output = ()> + Send + 'static) {
+    ) -> (
+        DuplexSender,
+        impl Future<Output = ()> + Send + 'static,
+        Option<DuplexReader>,
+    ) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         let sender = sender.direct(Arc::new(DuplexDirect {
@@ -542,7 +546,7 @@ impl Duplex {
             }
             this.close().await;
         };
-        (sender, task)
+        (sender, task, None)
     }
 }
 
