@@ -139,8 +139,7 @@
 //!    authentication handler); only the backend's module names its client's socket types.
 //!    Above the backends, `writer` (a sending socket's task) and `duplex` (what a ROUTER's or
 //!    DEALER's task takes and hands on, and the sends and reads that skip it) are the same for
-//!    all. Under
-//!    the `testing` feature, the in-process bus stands in for them.
+//!    all. Under the `testing` feature, the in-process bus stands in for them.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
 //!    and how a responder answers each requester), `requests` (the DEALER's requests in flight);
 //!    each built from the transport and the settings.
