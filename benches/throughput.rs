@@ -13,7 +13,10 @@
 //! `--reps N` (3 by default: the table shows the median of N runs), `--scale F` (multiplies every
 //! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
 //! around the process), `--workers N` (the runtime's worker threads, 2 by default: with 1, a
-//! row shows what a scenario costs without hand-offs between workers).
+//! row shows what a scenario costs without hand-offs between workers), `--raw-hop router` and
+//! `--raw-hop dealer` (the `zeromq` baseline only: the raw responder hands each request to a
+//! second task, or the raw asker's answers are read by a task of their own, each through a
+//! channel of 64; what one hand-off between tasks costs a round trip).
 //!
 //! The baseline is raw sockets of the same client: without the `libzmq` feature, raw `zeromq`
 //! 0.7 sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
@@ -503,6 +506,39 @@ fn big_frames(id: u64) -> Frames {
         Bytes::from_static(b"x-tenant: acme"),
         Bytes::from(body),
     ]
+}
+
+/// The hand-offs between tasks the raw request-reply side takes on (`--raw-hop router`,
+/// `--raw-hop dealer`; the `zeromq` baseline only), to measure what one costs: the ROUTER read
+/// by one task and answered by another, or the DEALER's answers read by a task of their own.
+#[derive(Clone, Copy, Default)]
+struct RawHops {
+    router: bool,
+    dealer: bool,
+}
+
+static RAW_HOPS: OnceLock<RawHops> = OnceLock::new();
+
+/// The hand-offs chosen for the raw side: none unless `--raw-hop` says so.
+fn raw_hops() -> RawHops {
+    RAW_HOPS.get().copied().unwrap_or_default()
+}
+
+/// What the raw side is, with the hand-offs it was given.
+fn baseline() -> String {
+    let RawHops { router, dealer } = raw_hops();
+    let hops: Vec<&str> = [
+        (router, "the ROUTER's requests handed to a second task"),
+        (dealer, "the DEALER's answers read by a task of their own"),
+    ]
+    .into_iter()
+    .filter_map(|(on, what)| on.then_some(what))
+    .collect();
+    if hops.is_empty() {
+        raw::CLIENT.to_owned()
+    } else {
+        format!("{}, with {}", raw::CLIENT, hops.join(" and "))
+    }
 }
 
 /// A raw request: `[echo][correlation-id: n][{"id":n}]`.
@@ -1560,7 +1596,7 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize, wo
     println!();
     println!(
         "backend `{BACKEND}`, baseline: {}; {}; {workers} runtime workers; medians of {reps} runs",
-        raw::CLIENT,
+        baseline(),
         allocator()
     );
     println!();
@@ -1747,6 +1783,7 @@ fn main() {
     let mut only: Option<bool> = None;
     let mut scale = 1.0_f64;
     let mut names = Vec::new();
+    let mut hops = RawHops::default();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -1756,6 +1793,14 @@ fn main() {
             "--workers" => {
                 rest.next();
             }
+            "--raw-hop" if cfg!(feature = "libzmq") => {
+                panic!("--raw-hop: the libzmq baseline's sockets are driven by threads, not tasks")
+            }
+            "--raw-hop" => match rest.next().map(String::as_str) {
+                Some("router") => hops.router = true,
+                Some("dealer") => hops.dealer = true,
+                _ => panic!("--raw-hop router|dealer"),
+            },
             "--only" => {
                 only = match rest.next().map(String::as_str) {
                     Some("measured") => Some(false),
@@ -1779,6 +1824,7 @@ fn main() {
             }
         }
     }
+    RAW_HOPS.set(hops).ok();
     let chosen: Vec<&Scenario> = SCENARIOS
         .iter()
         .filter(|s| names.is_empty() || names.iter().any(|name| name == s.name))
@@ -1786,7 +1832,7 @@ fn main() {
     install_subscriber();
     println!(
         "backend `{BACKEND}`; baseline: {}; {}; {workers} runtime workers",
-        raw::CLIENT,
+        baseline(),
         allocator()
     );
     let mut results: Vec<(&Scenario, u64, Vec<Run>, Vec<Run>)> = chosen

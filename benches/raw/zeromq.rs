@@ -9,16 +9,19 @@ use std::{
 };
 
 use ruststream::Bytes;
-use tokio::task::JoinHandle;
+use tokio::{sync::mpsc, task::JoinHandle};
 use zeromq::{
-    DealerSocket, PubSocket, PullSocket, PushSocket, RouterSocket, Socket, SocketRecv, SocketSend,
-    SubSocket, ZmqMessage,
+    DealerSendHalf, DealerSocket, PubSocket, PullSocket, PushSocket, RouterSocket, Socket,
+    SocketRecv, SocketSend, SubSocket, ZmqMessage,
 };
 
 use crate::{Frames, Work};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw `zeromq` 0.7 sockets, one tokio task each";
+
+/// The channel a `--raw-hop` hand-off goes through, as deep as the requests in flight.
+const HOP: usize = 64;
 
 fn message<const N: usize>(frames: [Bytes; N]) -> ZmqMessage {
     ZmqMessage::try_from(frames.to_vec()).expect("frames")
@@ -92,15 +95,17 @@ impl Reader {
             .await
             .expect("the ROUTER binds")
             .to_string();
+        if crate::raw_hops().router {
+            return Self {
+                address,
+                task: router_with_a_hop(socket, answer),
+            };
+        }
         let task = tokio::spawn(async move {
             while let Ok(request) = socket.recv().await {
-                let mut frames = request.into_vec();
-                if frames.len() != 4 {
+                let Some(reply) = reply(request.into_vec(), answer) else {
                     continue;
-                }
-                let (headers, payload) = answer(&frames[2], &frames[3]);
-                let identity = frames.swap_remove(0);
-                let reply = message([identity, Bytes::from_static(b"reply"), headers, payload]);
+                };
                 if socket.send(reply).await.is_err() {
                     break;
                 }
@@ -168,7 +173,31 @@ impl Publisher {
 }
 
 /// A DEALER that asks a ROUTER, keeping up to `window` requests in flight from one task.
-pub struct Asker(DealerSocket);
+pub struct Asker(Asking);
+
+/// How an asker reads its answers: from the DEALER in its own task, or, with `--raw-hop
+/// dealer`, from a channel of [`HOP`] that a task reading the DEALER's receiving half fills.
+enum Asking {
+    Whole(DealerSocket),
+    Split(DealerSendHalf, mpsc::Receiver<Vec<Bytes>>, JoinHandle<()>),
+}
+
+impl Asking {
+    async fn send(&mut self, request: ZmqMessage) {
+        let sent = match self {
+            Self::Whole(socket) => socket.send(request).await,
+            Self::Split(send, ..) => send.send(request).await,
+        };
+        sent.expect("the DEALER sends");
+    }
+
+    async fn recv(&mut self) -> Vec<Bytes> {
+        match self {
+            Self::Whole(socket) => socket.recv().await.expect("an answer").into_vec(),
+            Self::Split(_, answers, _) => answers.recv().await.expect("an answer"),
+        }
+    }
+}
 
 impl Asker {
     /// Dials and waits for the answer to one request, so the connection is up.
@@ -180,7 +209,19 @@ impl Asker {
             .await
             .expect("the DEALER sends");
         socket.recv().await.expect("the first answer");
-        Self(socket)
+        if !crate::raw_hops().dealer {
+            return Self(Asking::Whole(socket));
+        }
+        let (send, mut recv) = socket.split();
+        let (tx, answers) = mpsc::channel::<Vec<Bytes>>(HOP);
+        let reader = tokio::spawn(async move {
+            while let Ok(answer) = recv.recv().await {
+                if tx.send(answer.into_vec()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Self(Asking::Split(send, answers, reader))
     }
 
     /// Asks `ids`, `window` at a time; answers the asker and each request's round trip.
@@ -194,13 +235,10 @@ impl Asker {
             while (latencies.len() as u64) < total {
                 while next < ids.end && next - first - (latencies.len() as u64) < window {
                     sent_at[usize::try_from(next - first).unwrap()] = Some(Instant::now());
-                    self.0
-                        .send(message(crate::request(next)))
-                        .await
-                        .expect("the DEALER sends");
+                    self.0.send(message(crate::request(next))).await;
                     next += 1;
                 }
-                let answer = self.0.recv().await.expect("an answer").into_vec();
+                let answer = self.0.recv().await;
                 let id = crate::answered(&answer[answer.len() - 1]);
                 if let Some(at) = sent_at[usize::try_from(id - first).unwrap()].take() {
                     latencies.push(at.elapsed());
@@ -211,6 +249,55 @@ impl Asker {
     }
 
     pub async fn close(self) {
-        let _ = self.0.close().await;
+        match self.0 {
+            Asking::Whole(socket) => {
+                let _ = socket.close().await;
+            }
+            // The halves close as they are dropped.
+            Asking::Split(_, _, reader) => reader.abort(),
+        }
     }
+}
+
+/// The answer to `[identity][name][headers][payload]`: `[identity][reply][headers][payload]`,
+/// `answer` making the last two; none for another shape.
+fn reply(mut frames: Vec<Bytes>, answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Option<ZmqMessage> {
+    if frames.len() != 4 {
+        return None;
+    }
+    let (headers, payload) = answer(&frames[2], &frames[3]);
+    let identity = frames.swap_remove(0);
+    Some(message([
+        identity,
+        Bytes::from_static(b"reply"),
+        headers,
+        payload,
+    ]))
+}
+
+/// `--raw-hop router`: one task reads the ROUTER and hands each request through a channel of
+/// [`HOP`] to a second task, which answers; the task returned ends with the reading one.
+fn router_with_a_hop(
+    socket: RouterSocket,
+    answer: fn(&[u8], &[u8]) -> (Bytes, Bytes),
+) -> JoinHandle<()> {
+    let (mut send, mut recv) = socket.split();
+    let (tx, mut rx) = mpsc::channel::<Vec<Bytes>>(HOP);
+    tokio::spawn(async move {
+        while let Some(frames) = rx.recv().await {
+            let Some(reply) = reply(frames, answer) else {
+                continue;
+            };
+            if send.send(reply).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Ok(request) = recv.recv().await {
+            if tx.send(request.into_vec()).await.is_err() {
+                break;
+            }
+        }
+    })
 }
