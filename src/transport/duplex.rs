@@ -78,9 +78,9 @@ pub(crate) struct Started {
 
 /// The reading end of a ROUTER whose answers never go through its task (a bound ROUTER of the
 /// `zeromq` client): the subscription reads it in the task that runs the handler, so a request
-/// reaches its handler with no hand-off between tasks. One such hand-off, added to raw sockets,
-/// cut their round trips with 64 in flight from 520k to about 300k a second: the two tasks end
-/// up on two workers that wake each other.
+/// reaches its handler with no hand-off between tasks. One such hand-off, given to raw sockets
+/// (the bench's `--raw-hop router`), cut their round trips with 64 in flight from 505k to 364k
+/// a second: the two tasks end up on two workers that wake each other.
 ///
 /// The stream sits in a mutex only so that the reader is `Sync`, as a subscriber must be; it is
 /// only ever reached through `&mut`, which takes no lock.

@@ -788,9 +788,10 @@ impl Duplex {
         // So a subscription reads it itself; this task then only watches its peers, and ends
         // when the subscription is gone.
         let reader = match (&mut split, &inbound) {
-            (Some(split), Inbound::Channel(_)) => {
-                split.recv.take().map(|recv| reading(recv, &this.address))
-            }
+            (Some(split), Inbound::Channel(_)) => split
+                .recv
+                .take()
+                .map(|recv| reading(recv, this.address.clone())),
             _ => None,
         };
         let handed_over = reader.is_some();
@@ -889,24 +890,21 @@ async fn read_duplex(
 /// What a bound ROUTER's receiving half reads, for a subscription to take in its own task. The
 /// half waits while it has no peer, and fails only once it can read nothing more (a peer's
 /// failed connection is dropped inside it): the messages end there.
-fn reading(recv: RouterRecvHalf, address: &str) -> DuplexReader {
-    let address: Arc<str> = address.into();
-    let messages = futures::stream::unfold(recv, move |mut recv| {
-        // Shared, not copied: this runs for every message.
-        let address = Arc::clone(&address);
-        async move {
-            match recv.recv().await {
-                Ok(message) => {
-                    let received = Received {
-                        frames: message.into_vec(),
-                        release: Release::default(),
-                    };
-                    Some((received, recv))
-                }
-                Err(err) => {
-                    tracing::debug!(endpoint = %address, socket = "ROUTER", error = %err, "the socket reads no more");
-                    None
-                }
+fn reading(recv: RouterRecvHalf, address: String) -> DuplexReader {
+    // The endpoint, for the one log line, rides along with the half: nothing is copied a
+    // message.
+    let messages = futures::stream::unfold((recv, address), |(mut recv, address)| async move {
+        match recv.recv().await {
+            Ok(message) => {
+                let received = Received {
+                    frames: message.into_vec(),
+                    release: Release::default(),
+                };
+                Some((received, (recv, address)))
+            }
+            Err(err) => {
+                tracing::debug!(endpoint = %address, socket = "ROUTER", error = %err, "the socket reads no more");
+                None
             }
         }
     });
