@@ -212,15 +212,8 @@ impl Asker {
         if !crate::raw_hops().dealer {
             return Self(Asking::Whole(socket));
         }
-        let (send, mut recv) = socket.split();
-        let (tx, answers) = mpsc::channel::<Vec<Bytes>>(HOP);
-        let reader = tokio::spawn(async move {
-            while let Ok(answer) = recv.recv().await {
-                if tx.send(answer.into_vec()).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let (send, recv) = socket.split();
+        let (answers, reader) = hand_on(recv);
         Self(Asking::Split(send, answers, reader))
     }
 
@@ -281,10 +274,10 @@ fn router_with_a_hop(
     socket: RouterSocket,
     answer: fn(&[u8], &[u8]) -> (Bytes, Bytes),
 ) -> JoinHandle<()> {
-    let (mut send, mut recv) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<Vec<Bytes>>(HOP);
+    let (mut send, recv) = socket.split();
+    let (mut requests, reader) = hand_on(recv);
     tokio::spawn(async move {
-        while let Some(frames) = rx.recv().await {
+        while let Some(frames) = requests.recv().await {
             let Some(reply) = reply(frames, answer) else {
                 continue;
             };
@@ -293,11 +286,21 @@ fn router_with_a_hop(
             }
         }
     });
-    tokio::spawn(async move {
-        while let Ok(request) = recv.recv().await {
-            if tx.send(request.into_vec()).await.is_err() {
+    reader
+}
+
+/// The hand-off of `--raw-hop`: a task that reads `recv` and hands each message on through a
+/// channel of [`HOP`], until either end is gone.
+fn hand_on<R: SocketRecv + Send + 'static>(
+    mut recv: R,
+) -> (mpsc::Receiver<Vec<Bytes>>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(HOP);
+    let reader = tokio::spawn(async move {
+        while let Ok(message) = recv.recv().await {
+            if tx.send(message.into_vec()).await.is_err() {
                 break;
             }
         }
-    })
+    });
+    (rx, reader)
 }
