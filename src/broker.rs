@@ -195,6 +195,10 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
     /// socket stops being read (default 256, at least 1); past that the peer's own queue takes
     /// the pressure. A subscription may set its own
     /// ([`Subscription::read_ahead`](crate::Subscription::read_ahead)).
+    ///
+    /// On the default backend, a queue or a responder on a bound endpoint is read by its
+    /// handler's own task, one message at a time as the handler takes them: nothing is read
+    /// ahead of it, and the socket's own buffers are the only queue.
     #[must_use]
     pub fn read_ahead(mut self, messages: usize) -> Self {
         self.settings.read_ahead = messages;

@@ -26,7 +26,7 @@ use crate::{
         route_responder,
     },
     settings::Settings,
-    transport::{CLOSE_WAIT, DuplexReader, Inbound, Reader, Received, Transport},
+    transport::{CLOSE_WAIT, HandOver, Inbound, Reader, ReadingEnd, Received, Transport},
     wire::{self, Frames},
 };
 
@@ -188,8 +188,9 @@ impl Connection {
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
         let probe = (self.binds && facts.filters_by_prefix()).then(|| Probe::new(subscription));
         let topics = facts.topics(subscription);
-        // A responder's requests are read by its socket's task and decoded as the subscription
-        // takes them; a one-way socket is read by a task of its own.
+        // A responder's requests are read by its socket's task, or by the subscription itself,
+        // and decoded as the subscription takes them; a one-way socket is read by a task of its
+        // own, or by the subscription itself where the backend allows.
         // `read_ahead` messages wait for the subscriber before the socket stops being read (and
         // the socket's own queue takes the pressure).
         let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
@@ -262,13 +263,23 @@ impl Connection {
         };
         let socket = match source {
             Source::Socket(reader, frames_tx) => {
-                self.spawn(pump(
-                    reader,
-                    probe.clone(),
-                    frames_tx,
-                    self.shutdown.subscribe(),
-                ));
-                None
+                // The subscription reads the socket itself where the backend allows, unless a
+                // probe has to be listened for among its messages.
+                let handed = match &probe {
+                    None => reader.hand_over(frames_tx.clone(), self.shutdown.subscribe()),
+                    Some(_) => HandOver::Kept(reader),
+                };
+                match handed {
+                    HandOver::Handed(socket, task) => {
+                        self.spawn(task);
+                        Some(socket)
+                    }
+                    HandOver::Kept(reader) => {
+                        let shutdown = self.shutdown.subscribe();
+                        self.spawn(pump(reader, probe.clone(), frames_tx, shutdown));
+                        None
+                    }
+                }
             }
             Source::Requests(socket) => socket,
         };
@@ -443,7 +454,7 @@ impl Connection {
 enum Source {
     Socket(Reader, mpsc::Sender<Received>),
     /// A responder's requests, read by its socket's task, or by the subscription itself.
-    Requests(Option<DuplexReader>),
+    Requests(Option<ReadingEnd>),
 }
 
 /// How a publish leaves: through the writer for a target, or as an answer through the

@@ -14,7 +14,7 @@ use crate::{
     error::ZmqError,
     message::ZmqMessage,
     monitor::ZmqMonitor,
-    transport::{DuplexReader, Reader, Received, stopped},
+    transport::{Reader, ReadingEnd, Received, stopped},
     wire::{WireLimits, decode, decode_request},
 };
 
@@ -42,7 +42,7 @@ impl Probe {
 
 /// What a subscription reads, as the framework reads it: the messages its socket was read for
 /// (by a reader task of its own, or by a responder's socket task), or the socket itself where
-/// its reading end is handed over (a responder's bound ROUTER on `zeromq`), decoded as they are
+/// its reading end is handed over (a bound ROUTER or PULL on `zeromq`), decoded as they are
 /// taken.
 ///
 /// Decoding here, in the task that runs the handler, leaves the reading task only the socket:
@@ -50,7 +50,7 @@ impl Probe {
 pub struct Inbox {
     /// Kept while the socket is read here too: its socket's task ends when it is dropped.
     rx: mpsc::Receiver<Received>,
-    socket: Option<DuplexReader>,
+    socket: Option<ReadingEnd>,
     intake: Intake,
 }
 
@@ -144,7 +144,7 @@ impl Inbox {
     /// The subscriber of what a reading task hands to `rx`, or of what `socket` reads.
     pub(crate) fn new(
         rx: mpsc::Receiver<Received>,
-        socket: Option<DuplexReader>,
+        socket: Option<ReadingEnd>,
         intake: Intake,
     ) -> Self {
         Self { rx, socket, intake }

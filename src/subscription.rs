@@ -116,7 +116,9 @@ fn named<P, S: Side, State>(
 
 impl<P, S: Side, State> Subscription<P, S, State> {
     /// How many messages read from the socket wait for this subscription's handler before its
-    /// socket stops being read (at least 1); the broker's `read_ahead` where unset.
+    /// socket stops being read (at least 1); the broker's `read_ahead` where unset. A bound
+    /// queue or responder on the default backend reads nothing ahead
+    /// ([`ZmqBroker::read_ahead`](crate::ZmqBroker::read_ahead) says why).
     ///
     /// ```
     /// use std::time::Duration;

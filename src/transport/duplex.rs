@@ -6,16 +6,13 @@
 //! when the socket can be shared ([`DirectSend`]), a request's outcome goes straight to the wait
 //! for its answer ([`Done::Call`]), answers are matched inside the socket's task
 //! ([`Inbound::Direct`]), and a ROUTER whose answers never need its task is read by the
-//! subscription itself ([`DuplexReader`]).
+//! subscription itself ([`ReadingEnd`]).
 //!
 //! Imports: its parent `transport`, and `error` and `wire`.
 
-use std::{
-    sync::{Arc, Mutex, PoisonError},
-    task::{Context, Poll},
-};
+use std::{sync::Arc, task::Poll};
 
-use futures::{StreamExt, future::BoxFuture, stream::BoxStream};
+use futures::future::BoxFuture;
 use tokio::{
     sync::{
         mpsc::{self, error::TrySendError},
@@ -24,7 +21,7 @@ use tokio::{
     time::{Instant, timeout_at},
 };
 
-use super::{BoxTask, Received};
+use super::{BoxTask, ReadingEnd, Received};
 use crate::{error::ZmqError, wire::Frames};
 
 /// How many sends wait for a duplex socket's task.
@@ -73,35 +70,7 @@ pub(crate) struct Started {
     /// reads.
     pub(crate) task: BoxTask,
     /// The socket's reading end, when the subscription reads the socket in its own task.
-    pub(crate) reader: Option<DuplexReader>,
-}
-
-/// The reading end of a ROUTER whose answers never go through its task (a bound ROUTER of the
-/// `zeromq` client): the subscription reads it in the task that runs the handler, so a request
-/// reaches its handler with no hand-off between tasks. One such hand-off, given to raw sockets
-/// (the bench's `--raw-hop router`), cut their round trips with 64 in flight from 505k to 364k
-/// a second: the two tasks end up on two workers that wake each other.
-///
-/// The stream sits in a mutex only so that the reader is `Sync`, as a subscriber must be; it is
-/// only ever reached through `&mut`, which takes no lock.
-pub(crate) struct DuplexReader(Mutex<BoxStream<'static, Received>>);
-
-impl DuplexReader {
-    #[cfg_attr(
-        feature = "libzmq",
-        expect(dead_code, reason = "libzmq's ROUTER is read by its task")
-    )]
-    pub(crate) fn new(messages: BoxStream<'static, Received>) -> Self {
-        Self(Mutex::new(messages))
-    }
-
-    /// The next message the socket read; `None` once the socket is closed.
-    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Received>> {
-        self.0
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .poll_next_unpin(cx)
-    }
+    pub(crate) reader: Option<ReadingEnd>,
 }
 
 /// Nobody takes what the socket reads any more: its task ends.

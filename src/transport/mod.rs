@@ -12,6 +12,7 @@ pub(crate) mod bus;
 mod duplex;
 #[cfg(feature = "libzmq")]
 mod libzmq;
+mod reading_end;
 mod writer;
 #[cfg(not(feature = "libzmq"))]
 mod zeromq;
@@ -25,8 +26,9 @@ use zeromq as sockets;
 
 #[cfg(feature = "libzmq")]
 pub(crate) use duplex::Outbound;
-pub(crate) use duplex::{Closed, Done, DuplexReader, DuplexSender, Inbound, Started};
+pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound, Started};
 pub(crate) use duplex::{Direct, DirectSend, socket_gone};
+pub(crate) use reading_end::ReadingEnd;
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
 use std::time::Duration;
@@ -109,6 +111,19 @@ pub(crate) enum Reader {
     Sockets(sockets::Reader),
     #[cfg(feature = "testing")]
     InProcess(bus::BusReader),
+}
+
+/// How handing a reader over to its subscription went.
+pub(crate) enum HandOver<R> {
+    /// The subscription reads the socket through this end; the task keeps its peers and closes
+    /// it.
+    #[cfg_attr(
+        feature = "libzmq",
+        expect(dead_code, reason = "libzmq's sockets are read by their tasks")
+    )]
+    Handed(ReadingEnd, BoxTask),
+    /// The backend keeps the socket to a reader task.
+    Kept(R),
 }
 
 /// A sending socket, owned by its [`Writer`]'s task.
@@ -334,6 +349,28 @@ impl Reader {
             },
             #[cfg(feature = "testing")]
             Self::InProcess(reader) => reader.recv().await,
+        }
+    }
+
+    /// Hands the socket over to the subscription where the backend allows (a bound PULL of the
+    /// `zeromq` client): its reading end, and the task that keeps its peers; else the reader
+    /// comes back.
+    pub(crate) fn hand_over(
+        self,
+        subscriber: tokio::sync::mpsc::Sender<Received>,
+        shutdown: watch::Receiver<bool>,
+    ) -> HandOver<Self> {
+        match self {
+            #[cfg(not(feature = "libzmq"))]
+            Self::Sockets(reader) => match reader.hand_over(subscriber, shutdown) {
+                HandOver::Handed(reading, task) => HandOver::Handed(reading, task),
+                HandOver::Kept(reader) => HandOver::Kept(Self::Sockets(reader)),
+            },
+            #[cfg(any(feature = "libzmq", feature = "testing"))]
+            other => {
+                let _ = (subscriber, shutdown);
+                HandOver::Kept(other)
+            }
         }
     }
 

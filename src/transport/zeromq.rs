@@ -14,7 +14,7 @@ use std::{
 
 use futures::{StreamExt, channel::mpsc::Receiver};
 use tokio::{
-    sync::{OwnedMutexGuard, watch},
+    sync::{OwnedMutexGuard, mpsc, watch},
     time::{Instant, sleep, timeout},
 };
 use zeromq::{
@@ -24,7 +24,7 @@ use zeromq::{
 };
 
 use super::{
-    Closed, Direct, DirectSend, DuplexReader, DuplexSender, Inbound, Received, Release,
+    Closed, Direct, DirectSend, DuplexSender, HandOver, Inbound, ReadingEnd, Received, Release,
     SocketOptions as Options, socket_gone, stopped,
 };
 use crate::{
@@ -687,6 +687,93 @@ impl Reader {
     pub(crate) async fn close(self) {
         self.0.close().await;
     }
+
+    /// Hands a bound PULL over to the subscription, which reads it in its own task
+    /// ([`ReadingEnd`]): answers its reading end, and the task that keeps its peers and closes
+    /// it, ending at shutdown or once `subscriber` is gone. Any other socket comes back.
+    pub(crate) fn hand_over(
+        self,
+        subscriber: mpsc::Sender<Received>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> HandOver<Self> {
+        let mut this = self.0;
+        let ReadSocket::Pull(socket) = &mut this.socket else {
+            return HandOver::Kept(Self(this));
+        };
+        if !this.binds {
+            return HandOver::Kept(Self(this));
+        }
+        let pull = take_listened(socket);
+        let state = Arc::downgrade(&pull.backend());
+        let reading = pulled(pull, this.address.clone());
+        let task = async move {
+            let stop = stopped(&mut shutdown);
+            let gone = subscriber.closed();
+            tokio::pin!(stop, gone);
+            loop {
+                tokio::select! {
+                    () = &mut stop => break,
+                    () = &mut gone => break,
+                    Some(event) = this.events.next() => {
+                        this.note(&event);
+                    }
+                }
+            }
+            let Supervised { socket, events, .. } = this;
+            if let ReadSocket::Pull(listeners) = socket {
+                close_client_of(listeners, events, state).await;
+            }
+        };
+        HandOver::Handed(reading, Box::pin(task))
+    }
+}
+
+/// Takes the socket out of `socket`, leaving in its place one that holds only its listeners, so
+/// that closing that one stops them, as closing the socket would.
+fn take_listened<S: Socket>(socket: &mut S) -> S {
+    let mut taken = std::mem::replace(socket, S::new());
+    std::mem::swap(socket.binds(), taken.binds());
+    taken
+}
+
+/// What a bound PULL reads, for its subscription to take in its own task. A peer's failed
+/// connection is dropped inside the client, and the socket reads on.
+fn pulled(pull: PullSocket, address: String) -> ReadingEnd {
+    let messages = futures::stream::unfold(
+        (OffWorkers(Some(pull)), address),
+        |(mut pull, address)| async move {
+            let socket = pull.0.as_mut()?;
+            loop {
+                match socket.recv().await {
+                    Ok(message) => {
+                        let received = Received {
+                            frames: message.into_vec(),
+                            release: Release::default(),
+                        };
+                        return Some((received, (pull, address)));
+                    }
+                    Err(err) => {
+                        tracing::debug!(endpoint = %address, socket = "PULL", error = %err, "a peer's connection failed");
+                    }
+                }
+            }
+        },
+    );
+    ReadingEnd::new(Box::pin(messages))
+}
+
+/// A socket dropped on the blocking pool, for the reason [`close_client_of`] gives: the client's
+/// drop shuts its peers down under locks that block the thread.
+struct OffWorkers<S: Send + 'static>(Option<S>);
+
+impl<S: Send + 'static> Drop for OffWorkers<S> {
+    fn drop(&mut self) {
+        if let Some(socket) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            drop(runtime.spawn_blocking(move || drop(socket)));
+        }
+    }
 }
 
 /// A socket that sends: bound, or dialing and re-created when its peer goes away.
@@ -775,7 +862,7 @@ impl Duplex {
     ) -> (
         DuplexSender,
         impl Future<Output = ()> + Send + 'static,
-        Option<DuplexReader>,
+        Option<ReadingEnd>,
     ) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
@@ -890,7 +977,7 @@ async fn read_duplex(
 /// What a bound ROUTER's receiving half reads, for a subscription to take in its own task. The
 /// half waits while it has no peer, and fails only once it can read nothing more (a peer's
 /// failed connection is dropped inside it): the messages end there.
-fn reading(recv: RouterRecvHalf, address: String) -> DuplexReader {
+fn reading(recv: RouterRecvHalf, address: String) -> ReadingEnd {
     // The endpoint, for the one log line, rides along with the half: nothing is copied a
     // message.
     let messages = futures::stream::unfold((recv, address), |(mut recv, address)| async move {
@@ -908,7 +995,7 @@ fn reading(recv: RouterRecvHalf, address: String) -> DuplexReader {
             }
         }
     });
-    DuplexReader::new(Box::pin(messages))
+    ReadingEnd::new(Box::pin(messages))
 }
 
 /// A bound ROUTER in two halves: its task reads with one, and each answer leaves through the
@@ -926,16 +1013,10 @@ impl SplitRouter {
     /// Splits the ROUTER in `socket`, leaving in its place a socket that holds only its
     /// listeners, so that closing that one stops them, as closing the ROUTER would.
     fn split(socket: &mut DuplexSocket) -> Option<Self> {
-        let DuplexSocket::Router(router) = socket else {
+        let DuplexSocket::Router(listened) = socket else {
             return None;
         };
-        let mut listeners = RouterSocket::new();
-        std::mem::swap(listeners.binds(), router.binds());
-        let DuplexSocket::Router(router) =
-            std::mem::replace(socket, DuplexSocket::Router(listeners))
-        else {
-            return None;
-        };
+        let router = take_listened(listened);
         let state = Arc::downgrade(&router.backend());
         let (send, recv) = router.split();
         Some(Self {

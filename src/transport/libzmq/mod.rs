@@ -37,7 +37,7 @@ use self::{
     watcher::Watched,
 };
 use super::{
-    Closed, Direct, DirectSend, DuplexReader, DuplexSender, Inbound, Outbound, Received, Release,
+    Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, ReadingEnd, Received, Release,
     SocketOptions, socket_gone, stopped,
 };
 use crate::{
@@ -465,7 +465,7 @@ impl Duplex {
     ) -> (
         DuplexSender,
         impl Future<Output = ()> + Send + 'static,
-        Option<DuplexReader>,
+        Option<ReadingEnd>,
     ) {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
