@@ -142,10 +142,13 @@ fn a_reply_address_round_trips_and_bad_ones_name_themselves() {
         parse_reply_address(&reply_address(b"\x00ab")).unwrap(),
         b"\x00ab"
     );
+    assert_eq!(parse_reply_address("zmq-reply:0aFf").unwrap(), b"\x0a\xff");
     for bad in [
         "zmq-reply:",
         "zmq-reply:abc",
         "zmq-reply:zz",
+        "zmq-reply:+a",
+        "zmq-reply:a+",
         "zmq-reply:\u{e9}\u{e9}",
         "elsewhere",
     ] {
