@@ -137,9 +137,10 @@
 //! 3. **Transport**: one type over the sockets of one backend, chosen at build time: the
 //!    `zeromq` client's (the default) or libzmq's (feature `libzmq`, with the CURVE
 //!    authentication handler); only the backend's module names its client's socket types.
-//!    Above the backends, `writer` (a sending socket's task) and `duplex` (what a ROUTER's or
-//!    DEALER's task takes and hands on, and the sends and reads that skip it) are the same for
-//!    all. Under the `testing` feature, the in-process bus stands in for them.
+//!    Above the backends, `writer` (a sending socket's task), `duplex` (what a ROUTER's or
+//!    DEALER's task takes and hands on, and the sends and reads that skip it) and
+//!    `reading_end` (a socket read by its subscription, in the handler's task) are the same
+//!    for all. Under the `testing` feature, the in-process bus stands in for them.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
 //!    and how a responder answers each requester), `requests` (the DEALER's requests in flight);
 //!    each built from the transport and the settings.

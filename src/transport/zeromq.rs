@@ -737,43 +737,27 @@ fn take_listened<S: Socket>(socket: &mut S) -> S {
 }
 
 /// What a bound PULL reads, for its subscription to take in its own task. A peer's failed
-/// connection is dropped inside the client, and the socket reads on.
+/// connection is dropped inside the client, and the socket reads on. The client's PULL does
+/// nothing when dropped: its peers are cut by the socket's task, on the blocking pool
+/// ([`close_client_of`]).
 fn pulled(pull: PullSocket, address: String) -> ReadingEnd {
-    let messages = futures::stream::unfold(
-        (OffWorkers(Some(pull)), address),
-        |(mut pull, address)| async move {
-            let socket = pull.0.as_mut()?;
-            loop {
-                match socket.recv().await {
-                    Ok(message) => {
-                        let received = Received {
-                            frames: message.into_vec(),
-                            release: Release::default(),
-                        };
-                        return Some((received, (pull, address)));
-                    }
-                    Err(err) => {
-                        tracing::debug!(endpoint = %address, socket = "PULL", error = %err, "a peer's connection failed");
-                    }
+    let messages = futures::stream::unfold((pull, address), |(mut pull, address)| async move {
+        loop {
+            match pull.recv().await {
+                Ok(message) => {
+                    let received = Received {
+                        frames: message.into_vec(),
+                        release: Release::default(),
+                    };
+                    return Some((received, (pull, address)));
+                }
+                Err(err) => {
+                    tracing::debug!(endpoint = %address, socket = "PULL", error = %err, "a peer's connection failed");
                 }
             }
-        },
-    );
-    ReadingEnd::new(Box::pin(messages))
-}
-
-/// A socket dropped on the blocking pool, for the reason [`close_client_of`] gives: the client's
-/// drop shuts its peers down under locks that block the thread.
-struct OffWorkers<S: Send + 'static>(Option<S>);
-
-impl<S: Send + 'static> Drop for OffWorkers<S> {
-    fn drop(&mut self) {
-        if let Some(socket) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            drop(runtime.spawn_blocking(move || drop(socket)));
         }
-    }
+    });
+    ReadingEnd::new(Box::pin(messages))
 }
 
 /// A socket that sends: bound, or dialing and re-created when its peer goes away.
