@@ -312,16 +312,7 @@ impl Transport {
                         let duplex = sockets::Duplex::dial(role, &address, monitor, options);
                         (duplex.await?, None)
                     };
-                    let (sender, task, reader) = duplex.run(inbound, shutdown);
-                    let task = Box::pin(task) as BoxTask;
-                    Ok((
-                        Started {
-                            sender,
-                            task,
-                            reader,
-                        },
-                        bound,
-                    ))
+                    Ok((duplex.run(inbound, shutdown), bound))
                 }
                 #[cfg(feature = "testing")]
                 Backend::InProcess(peer) => peer.duplex(role, &address, binds, inbound, shutdown),

@@ -25,7 +25,7 @@ use zeromq::{
 
 use super::{
     Closed, Direct, DirectSend, DuplexSender, HandOver, Inbound, ReadingEnd, Received, Release,
-    SocketOptions as Options, socket_gone, stopped,
+    SocketOptions as Options, Started, socket_gone, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -705,7 +705,7 @@ impl Reader {
         }
         let pull = take_listened(socket);
         let state = Arc::downgrade(&pull.backend());
-        let reading = pulled(pull, this.address.clone());
+        let reading = reading(pull, this.address.clone(), "PULL");
         let task = async move {
             let stop = stopped(&mut shutdown);
             let gone = subscriber.closed();
@@ -714,9 +714,7 @@ impl Reader {
                 tokio::select! {
                     () = &mut stop => break,
                     () = &mut gone => break,
-                    Some(event) = this.events.next() => {
-                        this.note(&event);
-                    }
+                    () = this.watch() => {}
                 }
             }
             let Supervised { socket, events, .. } = this;
@@ -734,30 +732,6 @@ fn take_listened<S: Socket>(socket: &mut S) -> S {
     let mut taken = std::mem::replace(socket, S::new());
     std::mem::swap(socket.binds(), taken.binds());
     taken
-}
-
-/// What a bound PULL reads, for its subscription to take in its own task. A peer's failed
-/// connection is dropped inside the client, and the socket reads on. The client's PULL does
-/// nothing when dropped: its peers are cut by the socket's task, on the blocking pool
-/// ([`close_client_of`]).
-fn pulled(pull: PullSocket, address: String) -> ReadingEnd {
-    let messages = futures::stream::unfold((pull, address), |(mut pull, address)| async move {
-        loop {
-            match pull.recv().await {
-                Ok(message) => {
-                    let received = Received {
-                        frames: message.into_vec(),
-                        release: Release::default(),
-                    };
-                    return Some((received, (pull, address)));
-                }
-                Err(err) => {
-                    tracing::debug!(endpoint = %address, socket = "PULL", error = %err, "a peer's connection failed");
-                }
-            }
-        }
-    });
-    ReadingEnd::new(Box::pin(messages))
 }
 
 /// A socket that sends: bound, or dialing and re-created when its peer goes away.
@@ -837,17 +811,10 @@ impl Duplex {
         ))
     }
 
-    /// Starts the socket: answers the handle that sends through it, and the task to spawn,
-    /// which hands every received message to `inbound` and ends at shutdown.
-    pub(crate) fn run(
-        self,
-        inbound: Inbound,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> (
-        DuplexSender,
-        impl Future<Output = ()> + Send + 'static,
-        Option<ReadingEnd>,
-    ) {
+    /// Starts the socket: answers the handle that sends through it, the task to spawn, which
+    /// hands every received message to `inbound` and ends at shutdown, and a bound ROUTER's
+    /// reading end where the subscription reads it itself.
+    pub(crate) fn run(self, inbound: Inbound, mut shutdown: watch::Receiver<bool>) -> Started {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         // A bound ROUTER's answers leave from the tasks that send them, never through this
@@ -862,7 +829,7 @@ impl Duplex {
             (Some(split), Inbound::Channel(_)) => split
                 .recv
                 .take()
-                .map(|recv| reading(recv, this.address.clone())),
+                .map(|recv| reading(recv, this.address.clone(), "ROUTER")),
             _ => None,
         };
         let handed_over = reader.is_some();
@@ -943,7 +910,11 @@ impl Duplex {
                 None => this.close().await,
             }
         };
-        (sender, task, reader)
+        Started {
+            sender,
+            task: Box::pin(task),
+            reader,
+        }
     }
 }
 
@@ -958,24 +929,35 @@ async fn read_duplex(
     }
 }
 
-/// What a bound ROUTER's receiving half reads, for a subscription to take in its own task. The
-/// half waits while it has no peer, and fails only once it can read nothing more (a peer's
-/// failed connection is dropped inside it): the messages end there.
-fn reading(recv: RouterRecvHalf, address: String) -> ReadingEnd {
-    // The endpoint, for the one log line, rides along with the half: nothing is copied a
+/// What a socket's receiving side reads (a bound ROUTER's receiving half, a bound PULL), for a
+/// subscription to take in its own task. A failed read was one peer's, whose connection the
+/// client dropped, and the socket reads on; the messages end once the socket reads no more.
+/// The client's PULL does nothing when dropped: its peers are cut by the socket's task, on the
+/// blocking pool ([`close_client_of`]).
+fn reading<S>(socket: S, address: String, kind: &'static str) -> ReadingEnd
+where
+    S: SocketRecv + Send + 'static,
+{
+    // The endpoint, for the log lines, rides along with the socket: nothing is copied a
     // message.
-    let messages = futures::stream::unfold((recv, address), |(mut recv, address)| async move {
-        match recv.recv().await {
-            Ok(message) => {
-                let received = Received {
-                    frames: message.into_vec(),
-                    release: Release::default(),
-                };
-                Some((received, (recv, address)))
-            }
-            Err(err) => {
-                tracing::debug!(endpoint = %address, socket = "ROUTER", error = %err, "the socket reads no more");
-                None
+    let state = (socket, address);
+    let messages = futures::stream::unfold(state, move |(mut socket, address)| async move {
+        loop {
+            match socket.recv().await {
+                Ok(message) => {
+                    let received = Received {
+                        frames: message.into_vec(),
+                        release: Release::default(),
+                    };
+                    return Some((received, (socket, address)));
+                }
+                Err(ClientError::NoMessage) => {
+                    tracing::debug!(endpoint = %address, socket = kind, "the socket reads no more");
+                    return None;
+                }
+                Err(err) => {
+                    tracing::debug!(endpoint = %address, socket = kind, error = %err, "a peer's connection failed");
+                }
             }
         }
     });

@@ -37,8 +37,8 @@ use self::{
     watcher::Watched,
 };
 use super::{
-    Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, ReadingEnd, Received, Release,
-    SocketOptions, socket_gone, stopped,
+    Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions,
+    Started, socket_gone, stopped,
 };
 use crate::{
     endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
@@ -458,15 +458,7 @@ impl Duplex {
     /// A ROUTER never waits for one peer: an answer to a peer whose queue is full fails at
     /// once, so the other requesters keep being answered. A DEALER's request waits for room up
     /// to its deadline, while the socket goes on reading answers.
-    pub(crate) fn run(
-        self,
-        inbound: Inbound,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> (
-        DuplexSender,
-        impl Future<Output = ()> + Send + 'static,
-        Option<ReadingEnd>,
-    ) {
+    pub(crate) fn run(self, inbound: Inbound, mut shutdown: watch::Receiver<bool>) -> Started {
         let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
         let mut this = self.0;
         let sender = sender.direct(Arc::new(DuplexDirect {
@@ -546,7 +538,12 @@ impl Duplex {
             }
             this.close().await;
         };
-        (sender, task, None)
+        // libzmq's ROUTER and DEALER are read by their task.
+        Started {
+            sender,
+            task: Box::pin(task),
+            reader: None,
+        }
     }
 }
 
