@@ -82,12 +82,29 @@ async fn a_fanout_handler_tells_the_topic_the_attempt_and_the_endpoint_of_each_d
     Ok(())
 }
 
+/// The `reply-to` a requester's broker stamps on each request.
+#[derive(Debug, Deserialize)]
+struct ReplyTo {
+    #[serde(rename = "reply-to")]
+    reply_to: Option<String>,
+}
+
+/// What the responder saw of one request: the requester's identity and where the answer goes.
+#[derive(Debug, Serialize, Deserialize, Outgoing)]
+struct Asker {
+    identity: Option<Vec<u8>>,
+    reply_to: Option<String>,
+}
+
 #[subscriber(Responder::<Bound>, reply("reply"))]
-async fn who_asks(order: &Order, Ctx(requester): Ctx<RequesterIdentity>) -> Order {
-    // Answers with the length of the identity the request came from.
-    let _ = order.id;
-    Order {
-        id: requester.map_or(0, |identity| identity.len() as u64),
+async fn who_asks(
+    _order: &Order,
+    Ctx(requester): Ctx<RequesterIdentity>,
+    Headers(header): Headers<ReplyTo>,
+) -> Asker {
+    Asker {
+        identity: requester.map(|identity| identity.to_vec()),
+        reply_to: header.reply_to,
     }
 }
 
@@ -108,21 +125,47 @@ async fn a_responder_handler_reads_the_identity_of_the_requester() {
         .start()
         .await
         .unwrap();
-    let client = ZmqRpc::new(ZmqEndpoint::dial(monitor.bound_address().unwrap()))
-        .connect()
-        .await
-        .unwrap();
-    let answer = client
-        .requester()
-        .request(
-            OutgoingMessage::produced("who", BytesMut::from(&br#"{"id":7}"#[..])),
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-    let answer: Order =
-        serde_json::from_slice(ruststream::IncomingMessage::payload(&answer)).unwrap();
-    assert!(answer.id > 0, "the handler saw no requester identity");
-    client.shutdown().await.unwrap();
+    let address = monitor.bound_address().unwrap();
+    // Two requesters, two requests each: what the handler reads must tell them apart and
+    // name the peer the answer is routed back to.
+    let mut identities = Vec::new();
+    for _ in 0..2 {
+        let client = ZmqRpc::new(ZmqEndpoint::dial(address.clone()))
+            .connect()
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        for id in 0..2 {
+            let answer = client
+                .requester()
+                .request(
+                    OutgoingMessage::produced(
+                        "who",
+                        BytesMut::from(format!(r#"{{"id":{id}}}"#).as_bytes()),
+                    ),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap();
+            let asker: Asker =
+                serde_json::from_slice(ruststream::IncomingMessage::payload(&answer)).unwrap();
+            let identity = asker
+                .identity
+                .expect("the handler saw a requester identity");
+            assert_eq!(
+                asker.reply_to.as_deref(),
+                Some(ruststream_zmq::wire::reply_address(&identity).as_str()),
+                "the identity is the peer the answer is routed to"
+            );
+            seen.push(identity);
+        }
+        assert_eq!(seen[0], seen[1], "one requester keeps its identity");
+        identities.push(seen.swap_remove(0));
+        client.shutdown().await.unwrap();
+    }
+    assert_ne!(
+        identities[0], identities[1],
+        "two requesters have two identities"
+    );
     running.shutdown().await.unwrap();
 }
