@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::support::{
     Attempt, Calls, Journal, Payment, Plan, Seen, capture_logs, free_port, journal, log_lines,
-    logged, sent_once_counted,
+    logged, sent_reaches,
 };
 
 #[derive(FromRef)]
@@ -187,12 +187,18 @@ async fn a_bound_fanout_copies_reach_its_own_listener_from_the_first_one() {
     let seen = journal.until("three copies", |s| own(s).len() == 4).await;
     let counts: Vec<_> = own(seen).iter().map(|s| s.retry_count).collect();
     assert_eq!(counts, [None, Some(1), Some(2), Some(3)]);
-    assert_eq!(
-        sent_once_counted(&monitor, sent_before + 3).await - sent_before,
-        3,
-        "three copies, none lost to the slow joiner"
-    );
+    sent_reaches(&monitor, sent_before + 3).await;
     running.shutdown().await.unwrap();
+    assert_eq!(
+        monitor.sent() - sent_before,
+        3,
+        "three copies, none lost to the slow joiner, and no fourth"
+    );
+    assert_eq!(
+        own(journal.arrived()).len(),
+        4,
+        "no delivery after the third copy"
+    );
     peer.shutdown().await.unwrap();
 }
 
@@ -247,12 +253,13 @@ async fn a_dead_letter_under_the_own_prefix_arrives_back_and_startup_says_so() {
         "{}",
         dead_lettered[0]
     );
-    assert_eq!(
-        sent_once_counted(&monitor, sent_before + 2).await - sent_before,
-        2,
-        "the retry copy, then the dead letter"
-    );
+    sent_reaches(&monitor, sent_before + 2).await;
     running.shutdown().await.unwrap();
+    assert_eq!(
+        monitor.sent() - sent_before,
+        2,
+        "the retry copy, then the dead letter, and nothing after"
+    );
     peer.shutdown().await.unwrap();
 }
 

@@ -10,7 +10,7 @@ use ruststream_zmq::prelude::*;
 
 use crate::support::{
     AppState, Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, log_lines,
-    logged, sent_once_counted, work,
+    logged, sent_reaches, work,
 };
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
@@ -168,8 +168,9 @@ async fn a_retry_under_max_attempts_is_a_copy_to_the_own_listener() {
         [None, Some(1), Some(2)],
         "each copy carries one more retry"
     );
-    assert_eq!(sent_once_counted(&monitor, 2).await, 2);
+    sent_reaches(&monitor, 2).await;
     running.shutdown().await.unwrap();
+    assert_eq!(monitor.sent(), 2, "two copies, and no third");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,12 +218,9 @@ async fn a_retry_or_retry_after_under_a_dead_letter_without_a_cap_goes_to_the_de
         waited < delay,
         "the dead letter of a retry_after waited {waited:?}, the {delay:?} delay"
     );
-    assert_eq!(
-        sent_once_counted(&monitor, 2).await,
-        2,
-        "one dead letter each, and nothing else"
-    );
+    sent_reaches(&monitor, 2).await;
     running.shutdown().await.unwrap();
+    assert_eq!(monitor.sent(), 2, "one dead letter each, and nothing else");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,12 +300,9 @@ async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
     assert_eq!(journal.of("work", 1).len(), 2);
-    assert_eq!(
-        sent_once_counted(&monitor, 1).await,
-        1,
-        "one copy, then nothing"
-    );
+    sent_reaches(&monitor, 1).await;
     running.shutdown().await.unwrap();
+    assert_eq!(monitor.sent(), 1, "one copy, then nothing");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -333,12 +328,9 @@ async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
         2,
         "the refused dead letter came back"
     );
-    assert_eq!(
-        sent_once_counted(&monitor, 1).await,
-        1,
-        "only the one copy left"
-    );
+    sent_reaches(&monitor, 1).await;
     running.shutdown().await.unwrap();
+    assert_eq!(monitor.sent(), 1, "only the one copy left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

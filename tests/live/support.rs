@@ -277,15 +277,17 @@ pub async fn logged(parts: &[&str]) -> String {
     }
 }
 
-/// What `monitor.sent()` reads once it has reached `expected`, or after ten seconds: a message
-/// can be handled in this process before the publisher that sent it has counted it, so a test
-/// that saw the message waits for the count before holding it to a number.
-pub async fn sent_once_counted(monitor: &ruststream_zmq::ZmqMonitor, expected: u64) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while monitor.sent() < expected && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    monitor.sent()
+/// Waits until `monitor.sent()` reaches `expected`, failing after fifteen seconds: a message can
+/// be handled in this process before the publisher that sent it has counted it. A test holds
+/// the count to a number only after shutting the service down, which waits for every copy still
+/// due, so a late extra publish cannot slip past.
+pub async fn sent_reaches(monitor: &ruststream_zmq::ZmqMonitor, expected: u64) {
+    eventually(
+        Duration::from_secs(15),
+        &format!("the publisher counting {expected} sent"),
+        || monitor.sent() >= expected,
+    )
+    .await;
 }
 
 /// Polls `done` until it holds, or fails naming `what` once `limit` has passed.
