@@ -864,6 +864,10 @@ struct FaultRun {
     collected: usize,
     lost: usize,
     lost_by_cause: BTreeMap<String, usize>,
+    /// Each lost job, its cause and where it fell from its fault.
+    lost_jobs: Vec<LostJob>,
+    /// The margins the causes were given.
+    margins: Option<Margins>,
     duplicated: usize,
     handled: BTreeMap<String, usize>,
     retry_copies_scheduled: usize,
@@ -948,44 +952,146 @@ fn scale_run(lines: &[Line], run: &str, workers: usize) -> ScaleRun {
     }
 }
 
-/// Half-open windows around the faults: what happened inside one may be lost for its cause.
+/// How far before and after a fault a job may have been sent, or its result published, and
+/// still be lost to that fault, in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Margin {
+    before: u64,
+    after: u64,
+}
+
+impl Margin {
+    /// `before,after` in milliseconds.
+    fn parse(text: &str) -> Result<Self, Failure> {
+        let (before, after) = text
+            .split_once(',')
+            .ok_or_else(|| format!("a margin is `before,after` in ms, not {text:?}"))?;
+        Ok(Self {
+            before: before.trim().parse()?,
+            after: after.trim().parse()?,
+        })
+    }
+
+    /// Within `before` of `from` and `after` of `to`.
+    fn holds(self, t: u64, from: u64, to: u64) -> bool {
+        t + self.before >= from && t <= to + self.after
+    }
+}
+
+/// The margins the report allows around each fault (`--kill-margin-ms`, `--cut-margin-ms`,
+/// `--sink-margin-ms`), set from how close to each fault the losses of the measured runs fell.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Margins {
+    kill: Margin,
+    cut: Margin,
+    sink: Margin,
+}
+
+/// The faults and what the records tell of each job: a loss is put down to a fault only if the
+/// job was the faulty party's (the killed or the cut worker's) and fell within its margin.
 struct Windows {
-    margin: u64,
+    margins: Margins,
     kill: Option<(String, u64)>,
+    /// When the ventilator's jobs queue counted the killed worker's connection lost.
+    kill_noticed: Option<u64>,
     cut: Option<(String, u64, u64)>,
     sink: Option<(u64, u64)>,
     /// When the ventilator counted the cut worker's connection lost, if it did during the cut.
     cut_noticed: Option<u64>,
+    /// When each job of the run was sent.
+    sent: BTreeMap<u64, u64>,
+    /// The worker that recorded each job it handled (a retry copy goes back to the same one).
+    handled_by: BTreeMap<u64, String>,
 }
 
+/// The margins the report allows by default, `before,after` each fault, from the measured runs:
+/// before the kill and the cut, a small multiple of how early the earliest job or result lost
+/// to them was sent (a job in a worker's buffers, a result on the wire); after the ventilator
+/// dropped the killed worker or noticed the cut, after the restore and the sink's restart, none
+/// was lost, and the margin only covers two processes' records of one moment.
+const KILL_MARGIN_MS: &str = "150,50";
+const CUT_MARGIN_MS: &str = "150,50";
+const SINK_MARGIN_MS: &str = "50,0";
+
+/// How much of the stream before a fault shows the queue's rotation over its workers.
+const ROTATION_SPAN_MS: u64 = 1_000;
+
 impl Windows {
-    fn near_kill(&self, t: u64) -> bool {
+    /// Sent to the killed worker (from the rotation) from shortly before its death until the
+    /// ventilator dropped it.
+    fn sent_to_killed(&self, id: u64, t: u64) -> bool {
+        let Some((worker, at)) = &self.kill else {
+            return false;
+        };
+        let until = self.kill_noticed.unwrap_or(*at).max(*at);
+        self.margins.kill.holds(t, *at, until) && self.routed(id, *at).is_some_and(|w| w == worker)
+    }
+    /// Handled by the killed worker shortly before its death: its result was in flight.
+    fn published_by_killed(&self, worker: &str, t: u64) -> bool {
         self.kill
             .as_ref()
-            .is_some_and(|(_, at)| t + self.margin >= *at && t <= at + self.margin)
-    }
-    fn in_cut(&self, t: u64) -> bool {
-        self.cut
-            .as_ref()
-            .is_some_and(|(_, down, up)| t + self.margin >= *down && t <= up + self.margin)
+            .is_some_and(|(w, at)| w == worker && self.margins.kill.holds(t, *at, *at))
     }
     fn in_sink_restart(&self, t: u64) -> bool {
         self.sink
-            .is_some_and(|(stop, start)| t + self.margin >= stop && t <= start + self.margin)
+            .is_some_and(|(stop, start)| self.margins.sink.holds(t, stop, start))
     }
-    /// Sent from shortly before the cut until the ventilator noticed it: while its queue still
-    /// gave the cut worker its share, which went down with the connection.
-    fn before_cut_noticed(&self, t: u64) -> bool {
+    /// Handled by the cut worker while its link was down or about to be.
+    fn published_on_cut(&self, worker: &str, t: u64) -> bool {
+        self.cut
+            .as_ref()
+            .is_some_and(|(w, down, up)| w == worker && self.margins.cut.holds(t, *down, *up))
+    }
+    /// Sent to the cut worker (from the rotation) while its link was down or about to be.
+    fn sent_on_cut(&self, id: u64, t: u64) -> bool {
+        self.cut.as_ref().is_some_and(|(w, down, up)| {
+            self.margins.cut.holds(t, *down, *up) && self.routed(id, *down).is_some_and(|r| r == w)
+        })
+    }
+    /// Sent to the cut worker (from the rotation) from shortly before the cut until the
+    /// ventilator noticed it: while its queue still gave the cut worker its share, which went
+    /// down with the connection.
+    fn sent_before_cut_noticed(&self, id: u64, t: u64) -> bool {
         match (&self.cut, self.cut_noticed) {
-            (Some((_, down, _)), Some(noticed)) => t + self.margin >= *down && t <= noticed,
+            (Some((w, down, _)), Some(noticed)) => {
+                self.margins.cut.holds(t, *down, noticed)
+                    && self.routed(id, *down).is_some_and(|r| r == w)
+            }
             _ => false,
         }
     }
     fn killed(&self, worker: &str) -> bool {
         self.kill.as_ref().is_some_and(|(w, _)| w == worker)
     }
-    fn cut_worker(&self, worker: &str) -> bool {
-        self.cut.as_ref().is_some_and(|(w, _, _)| w == worker)
+    /// The worker a job was routed to: the one that recorded it, else the queue's rotation. The
+    /// queue deals its jobs round the workers it had before the fault `at` in turn, so a job goes
+    /// where the job as many places back as there are workers went; jobs lost on the way are
+    /// stepped over.
+    fn routed(&self, id: u64, at: u64) -> Option<&str> {
+        if let Some(worker) = self.handled_by.get(&id) {
+            return Some(worker);
+        }
+        let from = at.saturating_sub(ROTATION_SPAN_MS);
+        let dealt: BTreeSet<&str> = self
+            .sent
+            .iter()
+            .filter(|(_, t)| **t >= from && **t < at)
+            .filter_map(|(id, _)| self.handled_by.get(id).map(String::as_str))
+            .collect();
+        let turn = u64::try_from(dealt.len()).ok().filter(|n| *n > 0)?;
+        let mut back = id.checked_sub(turn)?;
+        loop {
+            let sent_at = *self.sent.get(&back)?;
+            if sent_at + self.margins.kill.before.max(self.margins.cut.before) + ROTATION_SPAN_MS
+                < at
+            {
+                return None;
+            }
+            if let Some(worker) = self.handled_by.get(&back) {
+                return Some(worker);
+            }
+            back = back.checked_sub(turn)?;
+        }
     }
 }
 
@@ -1001,13 +1107,13 @@ fn cause(lines: &[&Line], id: u64, sent_at: u64, w: &Windows) -> &'static str {
         .max_by_key(|l| l.t)
     {
         let worker = done.worker.as_deref().unwrap_or("");
-        if w.killed(worker) && w.near_kill(done.t) {
+        if w.published_by_killed(worker, done.t) {
             return "killed worker: its result was in flight";
         }
         if w.in_sink_restart(done.t) {
             return "sink restart: the result was in flight to the old sink";
         }
-        if w.cut_worker(worker) && w.in_cut(done.t) {
+        if w.published_on_cut(worker, done.t) {
             return "cut link: the result was in flight on it";
         }
         return "unexplained: handled, result published, never collected";
@@ -1019,18 +1125,82 @@ fn cause(lines: &[&Line], id: u64, sent_at: u64, w: &Windows) -> &'static str {
         }
         return "unexplained: a retry copy never came back";
     }
-    if w.near_kill(sent_at) {
+    if w.sent_to_killed(id, sent_at) {
         return "killed worker: sent around its death, never handled";
     }
     if w.cut_noticed.is_some() {
         // The connection was cut: only what was sent before the ventilator noticed went with it.
-        if w.before_cut_noticed(sent_at) {
+        if w.sent_before_cut_noticed(id, sent_at) {
             return "cut connection: sent before the ventilator noticed the cut, never handled";
         }
-    } else if w.in_cut(sent_at) {
+    } else if w.sent_on_cut(id, sent_at) {
         return "cut link: in flight on it, never handled";
     }
     "unexplained: sent, never handled"
+}
+
+/// A lost job: its cause, the worker it went to as far as the records tell, and how far from
+/// its fault's window it fell (the time it was sent, or its result published if it was).
+#[derive(Debug, Serialize)]
+struct LostJob {
+    id: u64,
+    cause: &'static str,
+    worker: Option<String>,
+    /// `sent` or `published`: which time the offsets are of.
+    at: &'static str,
+    /// Milliseconds from the start of its fault (the kill, the cut, the sink told to stop).
+    from_start_ms: Option<i64>,
+    /// Milliseconds from the end of its fault's window (the ventilator dropping the killed
+    /// worker, the link restored or the cut noticed, the sink started again).
+    from_end_ms: Option<i64>,
+}
+
+fn signed(t: u64, from: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX) - i64::try_from(from).unwrap_or(i64::MAX)
+}
+
+fn lost_job(lines: &[&Line], id: u64, sent_at: u64, why: &'static str, w: &Windows) -> LostJob {
+    let published = lines
+        .iter()
+        .filter(|l| l.ev == "handled" && l.id == Some(id))
+        .filter(|l| l.outcome.as_deref() == Some("done"))
+        .map(|l| l.t)
+        .max();
+    let t = published.unwrap_or(sent_at);
+    let window = if why.starts_with("killed") {
+        w.kill.as_ref().map(|(_, at)| {
+            let until = if published.is_some() {
+                *at
+            } else {
+                w.kill_noticed.unwrap_or(*at).max(*at)
+            };
+            (*at, until)
+        })
+    } else if why.starts_with("sink") {
+        w.sink
+    } else if why.starts_with("cut connection") {
+        w.cut
+            .as_ref()
+            .zip(w.cut_noticed)
+            .map(|((_, down, _), n)| (*down, n))
+    } else if why.starts_with("cut") {
+        w.cut.as_ref().map(|(_, down, up)| (*down, *up))
+    } else {
+        None
+    };
+    let at_ = window.map_or(w.kill.as_ref().map_or(0, |k| k.1), |(from, _)| from);
+    LostJob {
+        id,
+        cause: why,
+        worker: w.routed(id, at_).map(str::to_owned),
+        at: if published.is_some() {
+            "published"
+        } else {
+            "sent"
+        },
+        from_start_ms: window.map(|(from, _)| signed(t, from)),
+        from_end_ms: window.map(|(_, to)| signed(t, to)),
+    }
 }
 
 /// What a broker's monitor (`peers` lines) said of a cut from `down` to `up`: when it first
@@ -1066,7 +1236,30 @@ fn around_the_cut(
     (noticed, back)
 }
 
-fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
+/// When a broker's monitor first counted a peer lost from `at` on (the same millisecond
+/// included: the ventilator may drop a killed worker before the script notes the kill).
+fn dropped_after(
+    lines: &[Line],
+    broker: &str,
+    whose: impl Fn(&Line) -> bool,
+    at: u64,
+) -> Option<u64> {
+    let mut seen: Vec<&Line> = lines
+        .iter()
+        .filter(|l| l.ev == "peers" && l.broker.as_deref() == Some(broker) && whose(l))
+        .collect();
+    seen.sort_by_key(|l| l.t);
+    let lost = seen
+        .iter()
+        .rev()
+        .find(|l| l.t < at)
+        .map_or(0, |l| l.lost.unwrap_or(0));
+    seen.iter()
+        .find(|l| l.t >= at && l.lost.unwrap_or(0) > lost)
+        .map(|l| l.t)
+}
+
+fn fault_run(lines: &[Line], run: &str, margins: Margins) -> (FaultRun, Windows) {
     let cut = moment(lines, "cut").and_then(|down| {
         let up = moment(lines, "restore")?;
         Some((down.worker.clone().unwrap_or_default(), down.t, up.t))
@@ -1081,14 +1274,10 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
         }
         None => (None, None, None, None),
     };
-    let windows = Windows {
-        cut_noticed: vent_noticed,
-        margin,
-        kill: moment(lines, "kill").map(|l| (l.worker.clone().unwrap_or_default(), l.t)),
-        cut,
-        sink: moment(lines, "sink_stop")
-            .and_then(|stop| Some((stop.t, moment(lines, "sink_start")?.t))),
-    };
+    let kill = moment(lines, "kill").map(|l| (l.worker.clone().unwrap_or_default(), l.t));
+    let kill_noticed = kill
+        .as_ref()
+        .and_then(|(_, at)| dropped_after(lines, "jobs", of_vent, *at));
     let of_run: Vec<&Line> = lines
         .iter()
         .filter(|l| l.run.as_deref() == Some(run))
@@ -1098,6 +1287,23 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
         .filter(|l| l.ev == "sent" && !l.probe)
         .filter_map(|l| Some((l.id?, l.t)))
         .collect();
+    let mut handled_by = BTreeMap::new();
+    for l in of_run.iter().filter(|l| l.ev == "handled" && !l.probe) {
+        if let (Some(id), Some(worker)) = (l.id, &l.worker) {
+            handled_by.entry(id).or_insert_with(|| worker.clone());
+        }
+    }
+    let windows = Windows {
+        margins,
+        kill,
+        kill_noticed,
+        cut,
+        sink: moment(lines, "sink_stop")
+            .and_then(|stop| Some((stop.t, moment(lines, "sink_start")?.t))),
+        cut_noticed: vent_noticed,
+        sent: sent.clone(),
+        handled_by,
+    };
     let results: Vec<&&Line> = of_run
         .iter()
         .filter(|l| l.ev == "result" && !l.probe)
@@ -1108,6 +1314,7 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
         noticed.map(|t| t - down)
     };
     let mut f = FaultRun {
+        margins: Some(margins),
         sent: sent.len(),
         collected: collected.len(),
         duplicated: results.len() - collected.len(),
@@ -1166,9 +1373,9 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
     for (id, at) in &sent {
         if !collected.contains(id) {
             f.lost += 1;
-            *f.lost_by_cause
-                .entry(cause(&of_run, *id, *at, &windows).to_owned())
-                .or_default() += 1;
+            let why = cause(&of_run, *id, *at, &windows);
+            *f.lost_by_cause.entry(why.to_owned()).or_default() += 1;
+            f.lost_jobs.push(lost_job(&of_run, *id, *at, why, &windows));
         }
     }
     for l in of_run.iter().filter(|l| l.ev == "progress") {
@@ -1212,7 +1419,11 @@ fn fault_run(lines: &[Line], run: &str, margin: u64) -> (FaultRun, Windows) {
 fn report(args: &Args) -> Result<(), Failure> {
     let dir = PathBuf::from(args.text("dir")?);
     let lines = read_records(&dir)?;
-    let margin = args.number("margin-ms", 2_000)?;
+    let margins = Margins {
+        kill: Margin::parse(&args.text_or("kill-margin-ms", KILL_MARGIN_MS))?,
+        cut: Margin::parse(&args.text_or("cut-margin-ms", CUT_MARGIN_MS))?,
+        sink: Margin::parse(&args.text_or("sink-margin-ms", SINK_MARGIN_MS))?,
+    };
     let mut summary = Summary::default();
     let mut expectations = Vec::new();
     let mut expect = |what: String, ok: bool| expectations.push((what, ok));
@@ -1259,7 +1470,7 @@ fn report(args: &Args) -> Result<(), Failure> {
         );
     }
     if let Some(run) = args.0.get("faults") {
-        let (f, w) = fault_run(&lines, run, margin);
+        let (f, w) = fault_run(&lines, run, margins);
         let live: Vec<String> = args
             .text_or("live", "")
             .split(',')
