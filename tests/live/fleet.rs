@@ -6,8 +6,13 @@
 //! ventilator must notice the cut worker gone within the heartbeat's timeout, and the only loss
 //! the cut may add is what it sent on the cut connection before it noticed.
 //!
-//! It needs root (namespaces). Where they cannot be made, it says so on stderr and passes
-//! without running: that is the only way it skips.
+//! Each loss must have a cause the records tell (the job was the killed worker's, or the cut
+//! worker's, or its result was in flight to the sink as it restarted), and each cause is capped
+//! at a small multiple of the worst the measured runs on this backend lost to it. On the default
+//! backend the connection outlives the cut unnoticed, so any loss put down to the cut fails.
+//!
+//! It needs root (network namespaces). Where they cannot be made it fails, naming why, unless
+//! `RUSTSTREAM_ZMQ_SKIP_FLEET=1` is set: then it says so on stderr and passes without running.
 
 use std::{
     io::Write,
@@ -20,7 +25,8 @@ use serde_json::Value;
 /// Jobs per scale-out run and the stream of the fault run, as `--short` sets them.
 const SCALE_JOBS: u64 = 400;
 const FAULT_JOBS: u64 = 4_000;
-/// The fault run's rate: losses stay within one second of the stream.
+/// The fault run's rate, jobs a second.
+#[cfg(feature = "libzmq")]
 const RATE: u64 = 200;
 /// The live workers when the link is cut (one was killed before): each gets a third of it.
 #[cfg(feature = "libzmq")]
@@ -29,6 +35,27 @@ const LIVE_AT_THE_CUT: u64 = 3;
 /// silence. The monitor is read every 20 ms; one more second covers a loaded machine.
 #[cfg(feature = "libzmq")]
 const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
+
+/// The short fleet was run `MEASURED_RUNS` times in a row on each backend, with a `yes` load on
+/// each core, to learn what each fault costs. Per cause (the prefix of the report's cause): the
+/// worst loss of those runs, and the multiple of it a run may lose, in percent. A loss that
+/// depends on a moment (what a worker had in hand when it died, what was on the wire to the
+/// sink as it stopped) may be thrice the worst; the cut connection's loss is the cut worker's
+/// share of the stream until the heartbeat noticed, steady from run to run, and may be a
+/// quarter more.
+const MEASURED_RUNS: u64 = 20;
+#[cfg(not(feature = "libzmq"))]
+const WORST_SEEN: &[(&str, u64, u64)] = &[("killed worker", 8, 300), ("sink restart", 6, 300)];
+#[cfg(feature = "libzmq")]
+const WORST_SEEN: &[(&str, u64, u64)] = &[
+    ("killed worker", 117, 300),
+    ("sink restart", 9, 300),
+    ("cut connection", 164, 125),
+    ("cut link", 1, 300),
+];
+
+/// Set to `1` to skip the fleet where network namespaces cannot be made.
+const SKIP_VAR: &str = "RUSTSTREAM_ZMQ_SKIP_FLEET";
 
 /// Why namespaces cannot be made here, if they cannot.
 fn namespaces_unavailable() -> Option<String> {
@@ -57,11 +84,17 @@ fn namespaces_unavailable() -> Option<String> {
     }
 }
 
-/// Says so past the test harness's capture, so a skip is never silent.
-fn skip(reason: &str) {
+/// Skips, past the test harness's capture, where the skip was asked for; fails otherwise.
+fn skip_or_fail(reason: &str) {
+    assert!(
+        std::env::var(SKIP_VAR).is_ok_and(|v| v == "1"),
+        "the fleet across hosts (scripts/fleet.sh) cannot run: network namespaces cannot be \
+         made here: {reason}; set {SKIP_VAR}=1 to skip it"
+    );
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED the fleet across hosts (scripts/fleet.sh): network namespaces cannot be made here: {reason}"
+        "SKIPPED the fleet across hosts (scripts/fleet.sh), as {SKIP_VAR}=1 asks: network \
+         namespaces cannot be made here: {reason}"
     );
 }
 
@@ -129,7 +162,7 @@ fn number(value: &Value, path: &str) -> u64 {
 #[test]
 fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothing() {
     if let Some(reason) = namespaces_unavailable() {
-        skip(&reason);
+        skip_or_fail(&reason);
         return;
     }
     let binary = fleet_binary();
@@ -213,25 +246,47 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         lost,
         "every loss counted under one cause: {causes:#?}"
     );
-    // The cut connection's losses, libzmq only: the default backend keeps the connection
-    // through the cut, and loses nothing to it.
-    let cut_connection: u64 = causes
-        .iter()
-        .filter(|(cause, _)| cause.starts_with("cut connection"))
-        .filter_map(|(_, n)| n.as_u64())
-        .sum();
-    assert!(
-        lost - cut_connection <= RATE,
-        "the faults cost at most a second of the stream, {lost} jobs lost: {causes:#?}"
-    );
-    #[cfg(not(feature = "libzmq"))]
-    {
-        assert_eq!(cut_connection, 0, "{causes:#?}");
+    // Each cause within its cap; a cause the measured runs never saw on this backend (a cut
+    // on the default backend, whose connection outlives it) fails.
+    for (cause, n) in causes {
+        let n = n.as_u64().unwrap_or(u64::MAX);
+        let Some((_, worst, percent)) = WORST_SEEN.iter().find(|(c, ..)| cause.starts_with(c))
+        else {
+            panic!(
+                "{n} job(s) lost to \"{cause}\", a cause this backend ({backend}) must not \
+                 lose to: {causes:#?}"
+            );
+        };
+        let cap = worst * percent / 100;
         assert!(
-            faults["cut_noticed_by_ventilator_ms"].is_null(),
-            "without heartbeats the cut goes unnoticed while it lasts: {faults:#}"
+            n <= cap,
+            "{n} job(s) lost to \"{cause}\", more than its cap ({cap}: {percent}% of the worst \
+             of {MEASURED_RUNS} measured runs, {worst}): {causes:#?}"
         );
     }
+    // A loss is the faulty party's: a job put down to the kill went to the killed worker, one
+    // put down to the cut to the cut worker (the sink's restart loses any worker's results).
+    let lost_jobs = faults["lost_jobs"].as_array().expect("the lost jobs");
+    for job in lost_jobs {
+        let cause = job["cause"].as_str().unwrap_or("");
+        let whose = if cause.starts_with("killed worker") {
+            "w1"
+        } else if cause.starts_with("cut") {
+            "w2"
+        } else {
+            continue;
+        };
+        assert_eq!(
+            job["worker"].as_str(),
+            Some(whose),
+            "a job lost to \"{cause}\" was not {whose}'s: {job}"
+        );
+    }
+    #[cfg(not(feature = "libzmq"))]
+    assert!(
+        faults["cut_noticed_by_ventilator_ms"].is_null(),
+        "without heartbeats the cut goes unnoticed while it lasts: {faults:#}"
+    );
     #[cfg(feature = "libzmq")]
     {
         // Heartbeats: the ventilator and the sink cut the silent worker's connection within
@@ -246,6 +301,11 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         number(faults, "/cut_worker_back_at_sink_ms");
         // What went down with the connection: the cut worker's share of the stream until the
         // ventilator noticed, and a second more (what was in flight when the link went down).
+        let cut_connection: u64 = causes
+            .iter()
+            .filter(|(cause, _)| cause.starts_with("cut connection"))
+            .filter_map(|(_, n)| n.as_u64())
+            .sum();
         let share = RATE * (noticed + 1_000) / 1_000 / LIVE_AT_THE_CUT;
         assert!(
             cut_connection <= share,
