@@ -99,11 +99,12 @@ impl Write for Captured {
 }
 
 /// Runs `service` on a current-thread runtime (so the thread's subscriber sees every task) with
-/// its log under `filter`, the handler calls counted from zero; answers the log.
+/// its log under `filter`, the handler calls counted from zero; answers the log and the calls,
+/// read before another test may count its own.
 fn logged_under<F: Future<Output = ()>>(
     filter: EnvFilter,
     service: impl FnOnce(Captured) -> F,
-) -> Captured {
+) -> (Captured, usize) {
     let _serial = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -121,7 +122,7 @@ fn logged_under<F: Future<Output = ()>>(
         .build()
         .unwrap();
     runtime.block_on(service(captured.clone()));
-    captured
+    (captured, CALLS.load(Ordering::SeqCst))
 }
 
 /// Polls until the handlers were called `calls` times; panics with the log at the deadline.
@@ -178,7 +179,7 @@ async fn feed(address: String, payments: &[(u64, u64)], not_json: bool) -> impl 
 /// exhausts its cap of two attempts into the dead-letter queue (whose handler acks it), and one
 /// payload that is not JSON; shuts it down once all of them were handled, and answers the log.
 fn run_service(filter: EnvFilter) -> Captured {
-    let captured = logged_under(filter, async |captured| {
+    let (captured, calls) = logged_under(filter, async |captured| {
         let dead_port = free_port();
         let payments = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
         let monitor = payments.monitor();
@@ -211,14 +212,14 @@ fn run_service(filter: EnvFilter) -> Captured {
         running.shutdown().await.unwrap();
         peer.shutdown().await.unwrap();
     });
-    assert_eq!(CALLS.load(Ordering::SeqCst), 6, "{}", captured.text());
+    assert_eq!(calls, 6, "{}", captured.text());
     captured
 }
 
 /// Runs a payments service under `filter` whose dead-letter queue is down: one payment it acks,
 /// one it retries past its cap, whose copy the runtime cannot publish; answers the log.
 fn run_service_losing_a_copy(filter: EnvFilter) -> Captured {
-    logged_under(filter, async |captured| {
+    let (captured, calls) = logged_under(filter, async |captured| {
         let payments = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
             .send_timeout(Duration::from_millis(200));
         let monitor = payments.monitor();
@@ -251,7 +252,9 @@ fn run_service_losing_a_copy(filter: EnvFilter) -> Captured {
         }
         running.shutdown().await.unwrap();
         peer.shutdown().await.unwrap();
-    })
+    });
+    assert_eq!(calls, 2, "{}", captured.text());
+    captured
 }
 
 #[test]
