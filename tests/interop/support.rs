@@ -538,10 +538,10 @@ pub fn logs() {
 /// (tokio's, as a service has one for its child processes and shutdown), then signals each
 /// thread that does not block SIGUSR1, one at a time, and waits until the handler has seen each
 /// signal. Every such thread rather than those of a given name: a library's thread carries its
-/// parent's name until it sets its own. Answers how many threads it reached; a thread that
-/// ended before its signal is skipped, and a signal that is never handled fails the test.
+/// parent's name until it sets its own. Answers the names of the threads it reached; a thread
+/// that ended before its signal is skipped, and a signal that is never handled fails the test.
 #[cfg(feature = "libzmq")]
-pub async fn interrupt_every_thread() -> usize {
+pub async fn interrupt_every_thread() -> Vec<String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut handled = signal(SignalKind::user_defined1()).expect("a SIGUSR1 handler");
     // Not the threads that block the signal (libzmq's own): nothing interrupts those.
@@ -554,18 +554,22 @@ pub async fn interrupt_every_thread() -> usize {
             })
             .is_some_and(|mask| mask & (1 << (libc::SIGUSR1 - 1)) != 0)
     };
-    let threads: Vec<i32> = std::fs::read_dir("/proc/self/task")
+    let threads: Vec<(i32, String)> = std::fs::read_dir("/proc/self/task")
         .expect("this process's threads")
         .filter_map(|task| {
             let task = task.ok()?;
             if blocks_it(&task.path()) {
                 return None;
             }
-            task.file_name().to_str()?.parse().ok()
+            let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
+            Some((
+                task.file_name().to_str()?.parse().ok()?,
+                name.trim().to_owned(),
+            ))
         })
         .collect();
-    let mut reached = 0;
-    for &thread in &threads {
+    let mut reached = Vec::new();
+    for (thread, name) in threads {
         // SAFETY: tgkill only sends a signal to a thread of this process, which handles it.
         let sent =
             unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, libc::SIGUSR1) };
@@ -573,10 +577,10 @@ pub async fn interrupt_every_thread() -> usize {
             // The thread ended between the listing and the signal.
             continue;
         }
-        reached += 1;
         timeout(STEP, handled.recv())
             .await
             .unwrap_or_else(|_| panic!("a SIGUSR1 sent to thread {thread} was never handled"));
+        reached.push(name);
     }
     reached
 }
