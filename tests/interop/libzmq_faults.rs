@@ -384,8 +384,11 @@ async fn a_signal_to_the_monitor_threads_leaves_every_socket_watched() {
     let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
     let monitor = connected.monitor();
     let address = monitor.bound_address().unwrap();
-    // The socket's watcher among them.
-    interrupt_every_thread().await;
+    let handled = interrupt_every_thread().await;
+    assert!(
+        handled.iter().any(|name| name == "zmq-monitor"),
+        "no socket watcher (a zmq-monitor thread) handled the signal: {handled:?}"
+    );
     let mut peer = PyPeer::connect("PUSH", &address, json!({})).await;
     until(STEP, "the peer counted after the signals", || {
         monitor.peers_connected() >= 1

@@ -536,40 +536,54 @@ pub fn logs() {
 
 /// Interrupts what every thread of this process waits in. Installs a SIGUSR1 handler first
 /// (tokio's, as a service has one for its child processes and shutdown), then signals each
-/// thread that does not block SIGUSR1, one at a time, and waits until the handler has seen each
-/// signal. Every such thread rather than those of a given name: a library's thread carries its
-/// parent's name until it sets its own. Answers the names of the threads it reached; a thread
-/// that ended before its signal is skipped, and a signal that is never handled fails the test.
+/// thread that does not block SIGUSR1, one at a time, and waits until that thread has taken its
+/// signal into the handler. Every such thread rather than those of a given name: a library's
+/// thread carries its parent's name until it sets its own. Answers the names of the threads that
+/// handled their signal; a thread that ends first is not among them, and a signal a living
+/// thread never takes fails the test.
 #[cfg(feature = "libzmq")]
 pub async fn interrupt_every_thread() -> Vec<String> {
+    use std::path::Path;
     use tokio::signal::unix::{SignalKind, signal};
     let mut handled = signal(SignalKind::user_defined1()).expect("a SIGUSR1 handler");
-    // Not the threads that block the signal (libzmq's own): nothing interrupts those.
-    let blocks_it = |task: &std::path::Path| {
-        std::fs::read_to_string(task.join("status"))
-            .ok()
-            .and_then(|status| {
-                let mask = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
-                u64::from_str_radix(mask.trim(), 16).ok()
-            })
-            .is_some_and(|mask| mask & (1 << (libc::SIGUSR1 - 1)) != 0)
+    let bit = 1u64 << (libc::SIGUSR1 - 1);
+    // A signal mask of the thread's status: `SigBlk` (blocked), `SigPnd` (sent to that thread
+    // and not yet taken); `None` once the thread is gone.
+    let mask = |task: &Path, field: &str| -> Option<u64> {
+        let status = std::fs::read_to_string(task.join("status")).ok()?;
+        let mask = status.lines().find_map(|l| l.strip_prefix(field))?;
+        u64::from_str_radix(mask.trim(), 16).ok()
     };
-    let threads: Vec<(i32, String)> = std::fs::read_dir("/proc/self/task")
+    // Whether the thread still runs and is not exiting (PF_EXITING, the ninth field of `stat`):
+    // an exiting thread takes no more signals, and its pending ones are discarded with it.
+    let alive = |task: &Path| -> bool {
+        const PF_EXITING: u64 = 0x4;
+        std::fs::read_to_string(task.join("stat"))
+            .ok()
+            .and_then(|stat| {
+                let fields = stat.rsplit_once(')')?.1;
+                fields.split_whitespace().nth(6)?.parse::<u64>().ok()
+            })
+            .is_some_and(|flags| flags & PF_EXITING == 0)
+    };
+    let threads: Vec<i32> = std::fs::read_dir("/proc/self/task")
         .expect("this process's threads")
-        .filter_map(|task| {
-            let task = task.ok()?;
-            if blocks_it(&task.path()) {
-                return None;
-            }
-            let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
-            Some((
-                task.file_name().to_str()?.parse().ok()?,
-                name.trim().to_owned(),
-            ))
-        })
+        .filter_map(|task| task.ok()?.file_name().to_str()?.parse().ok())
         .collect();
     let mut reached = Vec::new();
-    for (thread, name) in threads {
+    let mut blocking = Vec::new();
+    for thread in threads {
+        let task = Path::new("/proc/self/task").join(thread.to_string());
+        let name = || {
+            std::fs::read_to_string(task.join("comm"))
+                .map(|name| name.trim().to_owned())
+                .ok()
+        };
+        // Nothing interrupts a thread that blocks the signal (libzmq's own do).
+        if mask(&task, "SigBlk:").is_none_or(|blocked| blocked & bit != 0) {
+            blocking.extend(name());
+            continue;
+        }
         // SAFETY: tgkill only sends a signal to a thread of this process, which handles it.
         let sent =
             unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, libc::SIGUSR1) };
@@ -577,10 +591,42 @@ pub async fn interrupt_every_thread() -> Vec<String> {
             // The thread ended between the listing and the signal.
             continue;
         }
-        timeout(STEP, handled.recv())
-            .await
-            .unwrap_or_else(|_| panic!("a SIGUSR1 sent to thread {thread} was never handled"));
-        reached.push(name);
+        // The thread's own pending bit, rather than tokio's wakeup: tokio folds signals that
+        // arrive together into one, and another test may be signalling threads at the same time.
+        let deadline = Deadline::after(
+            STEP * 3,
+            format!("the SIGUSR1 sent to thread {thread} ({:?}) handled", name()),
+        );
+        let taken = loop {
+            let pending = mask(&task, "SigPnd:");
+            let blocked = mask(&task, "SigBlk:");
+            let named = name();
+            // Read last: a thread not exiting now was not exiting when its masks were read, so
+            // a clear bit then means the handler took the signal, not that it was discarded.
+            if !alive(&task) {
+                break None;
+            }
+            match (pending, blocked) {
+                (Some(pending), _) if pending & bit == 0 => break named,
+                // Blocked since the listing: a thread starting up that was yet to set its mask.
+                (_, Some(blocked)) if blocked & bit != 0 => {
+                    blocking.extend(named);
+                    break None;
+                }
+                _ => {}
+            }
+            deadline.check();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        if let Some(name) = taken {
+            // The handler tells tokio's driver: whatever else this wakeup is for, it comes after
+            // this thread's handler ran, so tokio got that signal too.
+            timeout(STEP * 3, handled.recv())
+                .await
+                .unwrap_or_else(|_| panic!("tokio never saw the SIGUSR1 thread {thread} took"));
+            reached.push(name);
+        }
     }
+    println!("SIGUSR1 handled by {reached:?}; blocked by {blocking:?}");
     reached
 }
