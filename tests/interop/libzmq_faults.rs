@@ -146,10 +146,63 @@ async fn a_peer_that_connects_and_says_nothing_is_cut_at_the_handshake_timeout()
     connected.shutdown().await.unwrap();
 }
 
+/// The test below, by the name libtest gives it: its child process runs it again by that name.
+const FRAME_HEADER: &str = "libzmq_faults::a_peer_announcing_a_frame_of_1_tib_or_of_256_mib_is_cut_at_the_header_without_reading_the_frame_and_the_service_serves_on";
+
+/// What the child prints in front of its figures.
+const FRAME_HEADER_FIGURES: &str = "frame header figures: ";
+
+/// A frame of 1 TiB could never be allocated, so cutting that one alone proves no limit: a
+/// libzmq without one fails the allocation and cuts the connection too. The second frame, of
+/// 256 MiB, could be, and its bytes follow its header. The memory is the whole process's: the
+/// service runs in a child process of its own, which measures itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_announcing_a_frame_of_1_tib_is_cut_before_anything_is_allocated_and_the_service_serves_on()
+async fn a_peer_announcing_a_frame_of_1_tib_or_of_256_mib_is_cut_at_the_header_without_reading_the_frame_and_the_service_serves_on()
  {
+    if crate::support::is_child(FRAME_HEADER) {
+        return frame_headers_in_a_process_of_its_own().await;
+    }
+    let end = crate::support::ChildTest::spawn(FRAME_HEADER)
+        .end(STEP * 6)
+        .await;
+    if let Some(figures) = end
+        .stdout
+        .lines()
+        .find(|line| line.contains(FRAME_HEADER_FIGURES))
+    {
+        println!("{figures}");
+    }
+    assert!(
+        end.status.is_some_and(|status| status.success())
+            && end.stdout.contains("test result: ok. 1 passed")
+            && end.stdout.contains(FRAME_HEADER_FIGURES),
+        "the child process did not pass with its figures: {}",
+        end.describe()
+    );
+}
+
+/// A long frame header (flags 0x02, LONG, no MORE) announcing `length` bytes.
+fn long_frame_header(length: u64) -> Vec<u8> {
+    let mut header = vec![0x02];
+    header.extend(length.to_be_bytes());
+    header
+}
+
+/// Waits until the service closes `attacker`'s connection, failing the test naming `what`.
+async fn cut(attacker: &mut tokio::net::TcpStream, what: &str) {
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(STEP, attacker.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(_)) | Ok(Err(_))),
+        "{what}: the attacker's connection was still open after {STEP:?}"
+    );
+}
+
+async fn frame_headers_in_a_process_of_its_own() {
+    use crate::support::Memory;
     logs();
+    const HUGE: usize = 256 << 20;
+    const CHUNK: usize = 1 << 20;
     let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
         .connect()
         .await
@@ -157,39 +210,87 @@ async fn a_peer_announcing_a_frame_of_1_tib_is_cut_before_anything_is_allocated_
     let monitor = connected.monitor();
     let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
     let address = monitor.bound_address().unwrap();
-    let mut attacker = raw_push(&address).await;
     let good = |n: u8| {
         let mut frames = short_frame(b"jobs", true);
         frames.extend(short_frame(format!(r#"{{"n":{n}}}"#).as_bytes(), false));
         frames
     };
+    let mut attacker = raw_push(&address).await;
     attacker.write_all(&good(1)).await.unwrap();
     assert_eq!(
         json_of(&tap.expect("the raw peer's good message").await)["n"],
         1
     );
-
-    // A long frame header: flags 0x02 (LONG), then a length of 1 TiB; no body follows.
-    let mut header = vec![0x02];
-    header.extend((1u64 << 40).to_be_bytes());
-    attacker.write_all(&header).await.unwrap();
-    let mut rest = Vec::new();
-    let read = tokio::time::timeout(STEP, attacker.read_to_end(&mut rest)).await;
-    assert!(
-        matches!(read, Ok(Ok(_)) | Ok(Err(_))),
-        "the attacker's connection was still open after {STEP:?}"
-    );
-    until(STEP, "the attacker counted as a peer lost", || {
+    // 1 TiB announced, nothing behind it.
+    attacker
+        .write_all(&long_frame_header(1 << 40))
+        .await
+        .unwrap();
+    cut(&mut attacker, "a frame of 1 TiB announced").await;
+    until(STEP, "the first attacker counted as a peer lost", || {
         monitor.peers_lost() == 1
     })
     .await;
 
-    let mut next = raw_push(&address).await;
-    next.write_all(&good(2)).await.unwrap();
+    // 256 MiB announced over the 8 MiB default limit, and sent: each write fails once the
+    // service has cut the connection.
+    let mut attacker = raw_push(&address).await;
+    attacker.write_all(&good(2)).await.unwrap();
     assert_eq!(
-        json_of(&tap.expect("the next peer's message").await)["n"],
+        json_of(&tap.expect("the second raw peer's good message").await)["n"],
         2
     );
+    let before = Memory::now();
+    attacker
+        .write_all(&long_frame_header(HUGE as u64))
+        .await
+        .unwrap();
+    let chunk = vec![b'x'; CHUNK];
+    let mut written = 0;
+    while written < HUGE {
+        match tokio::time::timeout(STEP, attacker.write_all(&chunk)).await {
+            Ok(Ok(())) => written += CHUNK,
+            Ok(Err(_)) => break,
+            Err(_) => panic!("a write of the frame's bytes waited {STEP:?}: nothing read it"),
+        }
+    }
+    let after = Memory::now();
+    println!(
+        "{FRAME_HEADER_FIGURES}a frame of {HUGE} bytes announced over the default limit: {written} \
+         of its bytes written before the connection failed; VmHWM {} KiB before, {} KiB \
+         after (VmRSS {} KiB)",
+        before.peak_kib, after.peak_kib, after.rss_kib
+    );
+    // Reading the frame would add 262,144 KiB; a few read buffers are all the cut may cost.
+    assert!(
+        after.peak_kib <= before.peak_kib + 16 * 1024,
+        "the peak resident set grew from {} to {} KiB: the frame was read",
+        before.peak_kib,
+        after.peak_kib
+    );
+    // What the socket buffers took before the cut, never the frame.
+    assert!(
+        written < HUGE / 4,
+        "{written} bytes of the frame were written: the connection was not cut at its header"
+    );
+    cut(&mut attacker, "a frame of 256 MiB announced").await;
+    until(STEP, "both attackers counted as peers lost", || {
+        monitor.peers_lost() == 2
+    })
+    .await;
+
+    let mut next = raw_push(&address).await;
+    next.write_all(&good(3)).await.unwrap();
+    assert_eq!(
+        json_of(&tap.expect("the next peer's message").await)["n"],
+        3
+    );
+    assert_eq!(
+        monitor.refused(),
+        0,
+        "libzmq cut both before the service saw a message"
+    );
+    assert_eq!(monitor.peers_lost(), 2, "only the attackers were cut");
     connected.shutdown().await.unwrap();
 }
 
