@@ -9,7 +9,11 @@
 //! answers on `correlation-id`. The difference a peer meets is the limits: this crate refuses
 //! what is over its `WireLimits`, the other reads anything.
 
-use std::time::Duration;
+use std::{
+    io::Write,
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
 
 use futures::StreamExt;
 use ruststream::{
@@ -21,7 +25,76 @@ use ruststream_zmq::{ZmqEndpoint, ZmqFanout, ZmqQueue, ZmqRpc};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{Deadline, PyPeer, STEP, logs};
+use crate::support::{ChildTest, Deadline, PyPeer, STEP, is_child, logs};
+
+/// Every log line of this process from the first call on (INFO and up, no colours), for a test
+/// that asserts what the crate logs. One subscriber serves a whole process, so such a test runs
+/// in a child process of its own ([`alone`]), where no other test installs one. Shared with the
+/// CURVE tests.
+pub(crate) fn captured_logs() -> &'static Mutex<Vec<u8>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&buffer);
+        tracing_subscriber::fmt()
+            .with_env_filter("info")
+            .with_ansi(false)
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .try_init()
+            .expect("no other log subscriber in the child process that captures the logs");
+        buffer
+    })
+}
+
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The captured log lines that contain each of `parts`.
+pub(crate) fn log_lines(parts: &[&str]) -> Vec<String> {
+    String::from_utf8_lossy(&captured_logs().lock().unwrap())
+        .lines()
+        .filter(|line| parts.iter().all(|part| line.contains(part)))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until a captured log line contains each of `parts`; answers every such line.
+#[cfg_attr(
+    not(feature = "libzmq"),
+    allow(dead_code, reason = "the CURVE tests use it")
+)]
+pub(crate) async fn logged(parts: &[&str]) -> Vec<String> {
+    let deadline = Deadline::after(STEP, format!("a log line with {parts:?}"));
+    loop {
+        let lines = log_lines(parts);
+        if !lines.is_empty() {
+            return lines;
+        }
+        deadline.check();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Runs the test `test` (its name as libtest gives it) in a child process of its own and
+/// requires that it passed; the child, marked by [`is_child`], does the test's work.
+pub(crate) async fn alone(test: &'static str) {
+    let end = ChildTest::spawn(test).end(STEP * 6).await;
+    assert!(
+        end.status.is_some_and(|status| status.success())
+            && end.stdout.contains("test result: ok. 1 passed"),
+        "the child process that runs {test} did not pass: {}",
+        end.describe()
+    );
+}
 
 /// One delivery as a subscription of either crate handed it over.
 #[derive(Debug, Clone, PartialEq)]
@@ -242,17 +315,38 @@ fn borrowed(headers: &[(String, String)]) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The test below, by the name libtest gives it: its child process runs it again by that name.
+const OVER_THE_LIMITS: &str =
+    "with_ruststream_zeromq::messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only";
+
 /// Where the two differ on the one-way wire: this crate refuses a message over its
-/// `WireLimits` (8 MiB a message, 128 header lines by default), counts it by rule and goes on
-/// with the next (on libzmq a frame over the size limit cuts its connection instead, unread);
-/// `ruststream-zeromq` has no limits and takes both.
+/// `WireLimits` (8 MiB a message, 128 header lines by default), warns naming the subscription and
+/// the rule, counts it by rule and goes on with the next (on libzmq a frame over the size limit
+/// cuts its connection instead, unread); `ruststream-zeromq` has no limits and takes both. The
+/// warnings are read from the logs, so it runs in a process of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only() {
-    logs();
+    if is_child(OVER_THE_LIMITS) {
+        return over_the_limits_in_a_process_of_its_own().await;
+    }
+    alone(OVER_THE_LIMITS).await;
+}
+
+/// The refusal warnings of the subscription `payments` under `rule`.
+fn refusal_warnings(rule: &str) -> Vec<String> {
+    log_lines(&[
+        "refused a message from a peer",
+        "subscription=payments ",
+        &format!("rule=\"{rule}\""),
+    ])
+}
+
+async fn over_the_limits_in_a_process_of_its_own() {
+    captured_logs();
     let big = vec![b'x'; 9 << 20];
     let many = many_headers();
 
-    // Towards this crate: refused by rule and counted, and the next message arrives.
+    // Towards this crate: refused by rule, warned and counted, and the next message arrives.
     let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
         .connect()
         .await
@@ -288,22 +382,43 @@ async fn messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only()
         "the refused ones never arrive"
     );
     assert_eq!(monitor.refused_by("max-header-lines"), 1);
+    // Each refusal warned before the next message was handed over.
+    let warnings = refusal_warnings("max-header-lines");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].contains(" WARN ")
+            && warnings[0].contains("a headers frame of 129 lines, over the limit of 128"),
+        "{}",
+        warnings[0]
+    );
     if cfg!(feature = "libzmq") {
         // libzmq refuses the frame before reading it, by cutting the connection that sent it.
         let lost = monitor.peers_lost();
         let _ = publisher
             .publish(outgoing("payments", &[], &big), None)
             .await;
-        let deadline =
-            crate::support::Deadline::after(crate::support::STEP, "the sender of 9 MiB cut");
+        let deadline = Deadline::after(STEP, "the sender of 9 MiB cut");
         while monitor.peers_lost() == lost {
             deadline.check();
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(monitor.refused_by("max-message-bytes"), 0);
+        assert!(refusal_warnings("max-message-bytes").is_empty());
     } else {
         assert_eq!(monitor.refused_by("max-message-bytes"), 1);
+        let warnings = refusal_warnings("max-message-bytes");
+        assert_eq!(warnings.len(), 1, "{warnings:#?}");
+        assert!(
+            warnings[0].contains(" WARN ")
+                && warnings[0].contains(&format!("over the limit of {} per message", 8 << 20)),
+            "{}",
+            warnings[0]
+        );
     }
+    assert_eq!(
+        monitor.refused(),
+        monitor.refused_by("max-header-lines") + monitor.refused_by("max-message-bytes")
+    );
     other.shutdown().await.unwrap();
     connected.shutdown().await.unwrap();
 
