@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::{Deadline, PyPeer, STEP, Tap, interrupt_every_thread, json_of, logs, python};
+use crate::support::{
+    Deadline, PyPeer, STEP, Tap, interrupt_every_thread, is_child, json_of, logs, python,
+};
+use crate::with_ruststream_zeromq::{alone, captured_logs, log_lines, logged};
 
 /// What the messages carry: it must never be seen on the wire under CURVE.
 const SECRET_TEXT: &str = "card 4111-1111-1111-1111";
@@ -196,6 +199,15 @@ async fn a_client_with_a_wrong_server_key_is_refused_and_counted_and_nothing_arr
     connected.shutdown().await.unwrap();
 }
 
+/// Whether a thread of this process goes by `name` (its `comm`).
+fn a_thread_named(name: &str) -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .expect("this process's threads")
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .any(|comm| comm.trim() == name)
+}
+
 /// A client off the allow-list is refused and counted, gets nothing in, and a listed one's job
 /// arrives, alone; with `signalled`, after every thread of the process was interrupted by a
 /// signal it handles.
@@ -206,8 +218,17 @@ async fn the_allow_list_holds(signalled: bool) {
     let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
     let monitor = connected.monitor();
     if signalled {
-        // The authentication handler's thread among them.
-        interrupt_every_thread().await;
+        // The handler's thread takes its name once it runs; until then it carries its parent's.
+        let deadline = Deadline::after(STEP, "the authentication handler's thread (zmq-zap)");
+        while !a_thread_named("zmq-zap") {
+            deadline.check();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let handled = interrupt_every_thread().await;
+        assert!(
+            handled.iter().any(|name| name == "zmq-zap"),
+            "the authentication handler's thread (zmq-zap) did not handle the signal: {handled:?}"
+        );
     }
     let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
     offer(&mut peer, 1).await;
@@ -358,6 +379,40 @@ async fn a_dialing_curve_queue_reads_from_a_pyzmq_curve_server() {
     connected.shutdown().await.unwrap();
 }
 
+/// How a pyzmq client's own socket monitor reports its refused handshake.
+#[derive(Debug, Clone, Copy)]
+enum Refused {
+    /// The server could not read its greeting, sealed to another key: its handshake fails, not
+    /// as an authentication, and libzmq dials again.
+    WrongServerKey,
+    /// The authentication handler answered no: a failed authentication, and no more dialing.
+    NotListed,
+}
+
+/// Waits until `peer`'s own monitor reports its handshake refused as `how` says, and never
+/// admitted: the refusal is this peer's, not another's that dials again.
+async fn refused_at(peer: &mut PyPeer, how: Refused, what: &str) {
+    let deadline = Deadline::after(STEP, what);
+    loop {
+        let events = peer.events().await;
+        assert!(
+            !events.iter().any(|e| e == "HANDSHAKE_SUCCEEDED"),
+            "{what}: the handshake went through: {events:?}"
+        );
+        let refused = events.iter().any(|event| match how {
+            Refused::WrongServerKey => {
+                event.starts_with("HANDSHAKE_FAILED_") && event != "HANDSHAKE_FAILED_AUTH"
+            }
+            Refused::NotListed => event == "HANDSHAKE_FAILED_AUTH",
+        });
+        if refused {
+            return;
+        }
+        deadline.check();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits until `monitor` has counted `refused` refused handshakes.
 async fn refused(monitor: &ZmqMonitor, refused: u64, what: &str) {
     let deadline = Deadline::after(STEP, what);
@@ -367,6 +422,9 @@ async fn refused(monitor: &ZmqMonitor, refused: u64, what: &str) {
     }
 }
 
+/// Each pattern against three pyzmq peers: one with a wrong server key, one off the allow-list,
+/// each seen refused by its own socket's monitor and counted by the service's, and a listed one
+/// that gets through, while the refused two get nothing through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
     logs();
@@ -379,21 +437,40 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
             .allow_clients([CurvePublicKey::from_z85(&listed.0).unwrap()])
     };
 
-    // A bound queue (PULL) against pyzmq PUSH peers.
+    // A bound queue (PULL) against pyzmq PUSH peers: only the listed one's job arrives.
     let queue = ZmqQueue::new(endpoint()).connect().await.unwrap();
     let mut tap = Tap::new(queue.subscribe("jobs").await.unwrap());
     let (monitor, address) = (queue.monitor(), queue.monitor().bound_address().unwrap());
     let mut wrong = PyPeer::connect("PUSH", &address, client_of(&impostor, &listed)).await;
     offer(&mut wrong, 1).await;
-    refused(&monitor, 1, "the queue refusing a wrong server key").await;
+    refused_at(
+        &mut wrong,
+        Refused::WrongServerKey,
+        "the queue refusing a wrong server key",
+    )
+    .await;
     let mut unlisted =
         PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
     offer(&mut unlisted, 2).await;
-    refused(&monitor, 2, "the queue refusing an unlisted client").await;
+    refused_at(
+        &mut unlisted,
+        Refused::NotListed,
+        "the queue refusing an unlisted client",
+    )
+    .await;
+    refused(&monitor, 2, "the queue counting both refusals").await;
+    let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
+    friend.send(&[b"jobs", &job(3)]).await;
+    assert_eq!(
+        json_of(&tap.expect("the listed client's job").await)["n"],
+        3,
+        "a refused client's job arrived"
+    );
     assert!(tap.next(Duration::from_millis(300)).await.is_none());
     queue.shutdown().await.unwrap();
 
-    // A bound fan-out publisher (PUB) against pyzmq SUB peers: neither hears a thing.
+    // A bound fan-out publisher (PUB) against pyzmq SUB peers: the listed one hears it, the
+    // refused two hear nothing.
     let fanout = ZmqFanout::new(endpoint()).connect().await.unwrap();
     let address = fanout.bind_publisher().await.unwrap();
     let monitor = fanout.monitor();
@@ -410,25 +487,66 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
         subscribe(client_of(&server.public(), &stranger)),
     )
     .await;
-    refused(&monitor, 2, "the fan-out refusing both").await;
-    publisher
-        .publish(
-            OutgoingMessage::produced("prices", BytesMut::from(&job(3)[..])),
-            None,
-        )
-        .await
-        .unwrap();
-    assert!(wrong.recv(Duration::from_millis(200)).await.is_none());
-    assert!(unlisted.recv(Duration::from_millis(200)).await.is_none());
+    refused_at(
+        &mut wrong,
+        Refused::WrongServerKey,
+        "the fan-out refusing a wrong server key",
+    )
+    .await;
+    refused_at(
+        &mut unlisted,
+        Refused::NotListed,
+        "the fan-out refusing an unlisted client",
+    )
+    .await;
+    refused(&monitor, 2, "the fan-out counting both refusals").await;
+    let mut friend = PyPeer::connect(
+        "SUB",
+        &address,
+        subscribe(client_of(&server.public(), &listed)),
+    )
+    .await;
+    // The slow joiner: publish until the listed subscription has reached the PUB.
+    let deadline = Deadline::after(STEP, "a price at the listed subscriber");
+    let heard = loop {
+        publisher
+            .publish(
+                OutgoingMessage::produced("prices", BytesMut::from(&job(4)[..])),
+                None,
+            )
+            .await
+            .unwrap();
+        if let Some(received) = friend.recv(Duration::from_millis(50)).await {
+            break received;
+        }
+        deadline.check();
+    };
+    assert_eq!(heard.payload()["n"], 4);
+    for (peer, which) in [
+        (&mut wrong, "wrong server key"),
+        (&mut unlisted, "unlisted"),
+    ] {
+        let got = peer.recv(Duration::from_millis(200)).await;
+        assert!(got.is_none(), "the {which} subscriber heard {got:?}");
+    }
     fanout.shutdown().await.unwrap();
 
-    // A bound responder (ROUTER) against pyzmq DEALER peers: no request gets through.
+    // A bound responder (ROUTER) against pyzmq DEALER peers: only the listed one is answered.
     let (running, monitor) = curve_responder(endpoint()).await;
     let address = monitor.bound_address().unwrap();
     let ask = json!({"id": 1, "note": SECRET_TEXT}).to_string();
-    for options in [
-        client_of(&impostor, &listed),
-        client_of(&server.public(), &stranger),
+    let mut refused_dealers = Vec::new();
+    for (options, how, what) in [
+        (
+            client_of(&impostor, &listed),
+            Refused::WrongServerKey,
+            "the responder refusing a wrong server key",
+        ),
+        (
+            client_of(&server.public(), &stranger),
+            Refused::NotListed,
+            "the responder refusing an unlisted client",
+        ),
     ] {
         let mut dealer = PyPeer::connect("DEALER", &address, options).await;
         // Once its handshake is refused the DEALER has no peer to queue for, and its send may
@@ -436,9 +554,95 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
         let _ = dealer
             .call(json!({"op": "send", "frames": ["asks", "", ask], "timeout_ms": 500}))
             .await;
-        let answered = dealer.recv(Duration::from_millis(300)).await;
+        refused_at(&mut dealer, how, what).await;
+        refused_dealers.push(dealer);
+    }
+    refused(&monitor, 2, "the responder counting both refusals").await;
+    let mut friend =
+        PyPeer::connect("DEALER", &address, client_of(&server.public(), &listed)).await;
+    friend
+        .send(&[b"asks", b"correlation-id: c-2", ask.as_bytes()])
+        .await;
+    let reply = friend.expect("the answer to the listed DEALER").await;
+    assert_eq!(reply.payload(), json!({"id": 10, "note": SECRET_TEXT}));
+    for dealer in &mut refused_dealers {
+        let answered = dealer.recv(Duration::from_millis(200)).await;
         assert!(answered.is_none(), "a refused DEALER got {answered:?}");
     }
-    refused(&monitor, 2, "the responder refusing both").await;
     running.shutdown().await.unwrap();
+}
+
+/// The test below, by the name libtest gives it: its child process runs it again by that name.
+const LOGGED_ONCE: &str = "curve::a_refused_client_is_logged_once_per_key_naming_the_endpoint_its_address_and_the_key_fingerprint";
+
+/// How many times the same unlisted key is refused before its log lines are counted.
+const ATTEMPTS: u64 = 4;
+
+/// The README's promise for an unlisted client: one warning per key, however often it is
+/// refused, naming the endpoint, the peer's address and its key's fingerprint (the start of its Z85
+/// text).
+/// The warnings are read from the logs, so it runs in a process of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_client_is_logged_once_per_key_naming_the_endpoint_its_address_and_the_key_fingerprint()
+ {
+    if is_child(LOGGED_ONCE) {
+        return logged_once_in_a_process_of_its_own().await;
+    }
+    alone(LOGGED_ONCE).await;
+}
+
+async fn logged_once_in_a_process_of_its_own() {
+    captured_logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let (listed, stranger, other) = (python_keypair(), python_keypair(), python_keypair());
+    let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    let monitor = connected.monitor();
+    const REFUSAL: &str = "refused a client whose CURVE key is not on the endpoint's allow-list";
+
+    // The same key again and again: libzmq stops dialing once refused, so each attempt is a
+    // client of its own.
+    for attempt in 1..=ATTEMPTS {
+        let mut peer =
+            PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
+        offer(&mut peer, attempt).await;
+        refused_at(&mut peer, Refused::NotListed, "the unlisted key refused").await;
+    }
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &other)).await;
+    offer(&mut peer, 0).await;
+    refused_at(
+        &mut peer,
+        Refused::NotListed,
+        "another unlisted key refused",
+    )
+    .await;
+    refused(&monitor, ATTEMPTS + 1, "every attempt counted").await;
+
+    let fingerprint = &stranger.0[..8];
+    let other_fingerprint = &other.0[..8];
+    // The handler logs before it answers the handshake, so the lines are there by now; the wait
+    // is for the other key's only in case a writer lags.
+    logged(&[REFUSAL, &format!("key={other_fingerprint}")]).await;
+    let lines = log_lines(&[REFUSAL, &format!("key={fingerprint}")]);
+    assert_eq!(
+        lines.len(),
+        1,
+        "refused {ATTEMPTS} times, logged once: {lines:#?}"
+    );
+    let line = &lines[0];
+    assert!(line.contains(" WARN "), "{line}");
+    assert!(
+        line.contains(&format!("endpoint={address} ")),
+        "the endpoint {address} named: {line}"
+    );
+    assert!(
+        line.contains("peer=127.0.0.1"),
+        "the peer's address named: {line}"
+    );
+    assert_eq!(
+        log_lines(&[REFUSAL, &format!("endpoint={address} ")]).len(),
+        2,
+        "one line for each key"
+    );
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    connected.shutdown().await.unwrap();
 }
