@@ -1,107 +1,240 @@
 //! A libzmq worker stopped with SIGSTOP: the service's PUSH keeps feeding the other worker while
-//! the stopped one's share waits in its queue, and every message reaches one worker once.
+//! the stopped one's share waits in its queue, and every message reaches one worker once. Past
+//! that queue (libzmq's `peer_queue`), the stopped worker is passed over and the other gets the
+//! rest.
 
-use std::{
-    collections::BTreeSet,
-    time::{Duration, Instant},
-};
+use std::{collections::BTreeSet, time::Duration};
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use ruststream_zmq::{ZmqEndpoint, ZmqPublisher, ZmqQueue};
 use serde_json::json;
+use tokio::time::Instant;
 
-use crate::support::{PyPeer, STEP};
+use crate::support::{Deadline, PyPeer, STEP};
 
 const JOBS: u64 = 200;
 const WARM_UP: &str = "jobs.warmup";
 
-async fn publish(publisher: &ZmqPublisher, name: &str, id: u64) {
-    let body = BytesMut::from(json!({ "id": id }).to_string().as_bytes());
+/// How long a read may stay quiet once every job is accounted for, before nothing more counts
+/// as nothing more: what arrives then is a job read twice.
+const QUIET: Duration = Duration::from_millis(300);
+
+async fn publish(publisher: &ZmqPublisher, name: &str, id: u64, padding: usize) {
+    let body = json!({ "id": id, "padding": "x".repeat(padding) }).to_string();
     publisher
-        .publish(OutgoingMessage::produced(name, body), None)
+        .publish(
+            OutgoingMessage::produced(name, BytesMut::from(body.as_bytes())),
+            None,
+        )
         .await
         .unwrap_or_else(|err| panic!("publishing {name} {id}: {err}"));
 }
 
-/// The job ids `worker` reads until nothing more comes within `quiet`; warm-ups are skipped.
-async fn jobs_read(worker: &mut PyPeer, quiet: Duration) -> Vec<u64> {
-    let mut ids = Vec::new();
-    while let Some(received) = worker.recv(quiet).await {
+/// One job id `worker` reads within `within`, warm-ups skipped; `None` once `within` passes.
+async fn next_job(worker: &mut PyPeer, within: Duration) -> Option<u64> {
+    let until = Instant::now() + within;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let received = worker.recv(left).await?;
         if received.wire["name"] == "jobs" {
             let payload: serde_json::Value =
                 serde_json::from_str(received.wire["payload"].as_str().unwrap()).unwrap();
-            ids.push(payload["id"].as_u64().unwrap());
+            return Some(payload["id"].as_u64().unwrap());
         }
     }
-    ids
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_stopped_with_sigstop_leaves_its_neighbour_fed_and_gets_each_of_its_jobs_once_when_resumed()
- {
-    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
-        .connect()
-        .await
-        .unwrap();
+/// Reads `worker` until `done` holds of what it read, failing the test naming `what` once a
+/// deadline passes.
+async fn read_until(
+    worker: &mut PyPeer,
+    read: &mut Vec<u64>,
+    what: &str,
+    done: impl Fn(&[u64]) -> bool,
+) {
+    let deadline = Instant::now() + STEP * 3;
+    while !done(read) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: read {} jobs",
+            read.len()
+        );
+        if let Some(id) = next_job(worker, Duration::from_millis(100)).await {
+            read.push(id);
+        }
+    }
+}
+
+/// A queue bound on loopback, its publisher, and two pyzmq PULL workers both in its rotation:
+/// the healthy one, and the one (dialing with `stalled_options`) the test stops.
+async fn two_workers(
+    queue: ZmqQueue,
+    stalled_options: serde_json::Value,
+) -> (
+    ruststream_zmq::ConnectedZmqQueue<ruststream_zmq::Bound>,
+    ZmqPublisher,
+    PyPeer,
+    PyPeer,
+) {
+    let connected = queue.connect().await.unwrap();
     let address = connected.bind_publisher().await.unwrap();
     let publisher = connected.publisher();
     let mut healthy = PyPeer::connect("PULL", &address, json!({})).await;
-    let mut stalled = PyPeer::connect("PULL", &address, json!({})).await;
+    let mut stalled = PyPeer::connect("PULL", &address, stalled_options).await;
 
     // Warm up until each worker has read one message, so both are in the rotation.
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Deadline::after(Duration::from_secs(15), "both workers in the rotation");
     let (mut healthy_warm, mut stalled_warm) = (false, false);
     let mut n = 0;
     while !(healthy_warm && stalled_warm) {
-        assert!(
-            Instant::now() < deadline,
-            "both workers never joined the rotation"
-        );
-        publish(&publisher, WARM_UP, n).await;
+        deadline.check();
+        publish(&publisher, WARM_UP, n, 0).await;
         n += 1;
         healthy_warm |= healthy.recv(Duration::from_millis(50)).await.is_some();
         stalled_warm |= stalled.recv(Duration::from_millis(50)).await.is_some();
     }
+    // The warm-ups still queued, so that what follows is the jobs alone.
+    while healthy.recv(Duration::from_millis(50)).await.is_some() {}
+    while stalled.recv(Duration::from_millis(50)).await.is_some() {}
+    (connected, publisher, healthy, stalled)
+}
+
+/// After `resume`, reads both workers until every job of `0..jobs` is accounted for, then
+/// checks that each reached one worker once; answers the stopped worker's share.
+async fn the_rest_once(
+    jobs: u64,
+    healthy: &mut PyPeer,
+    fed: &mut Vec<u64>,
+    stalled: &mut PyPeer,
+) -> Vec<u64> {
+    let mut stopped_share = Vec::new();
+    let deadline = Deadline::after(STEP * 3, "every job at one worker or the other");
+    while fed.len() + stopped_share.len() < jobs as usize {
+        deadline.check();
+        stopped_share.extend(next_job(stalled, Duration::from_millis(50)).await);
+        fed.extend(next_job(healthy, Duration::from_millis(50)).await);
+    }
+    let every: Vec<u64> = fed.iter().chain(&stopped_share).copied().collect();
+    let distinct: BTreeSet<u64> = every.iter().copied().collect();
+    assert_eq!(distinct.len(), every.len(), "a job reached a worker twice");
+    assert_eq!(
+        distinct,
+        (0..jobs).collect::<BTreeSet<u64>>(),
+        "every job reaches one worker"
+    );
+    for (worker, which) in [(healthy, "healthy"), (stalled, "resumed")] {
+        let late = next_job(worker, QUIET).await;
+        assert!(late.is_none(), "the {which} worker read job {late:?} again");
+    }
+    stopped_share
+}
+
+/// While the stopped worker's queue has room for its share (libzmq's `peer_queue` by default, the
+/// `zeromq` client's fixed queue), the PUSH goes on round-robin: the
+/// healthy worker gets every other job while its neighbour is stopped, and the stopped one its
+/// half once resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_with_sigstop_leaves_its_neighbour_fed_and_gets_each_of_its_jobs_once_when_resumed()
+ {
+    let queue = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let (connected, publisher, mut healthy, mut stalled) = two_workers(queue, json!({})).await;
 
     stalled.pause();
     let started = Instant::now();
     for id in 0..JOBS {
-        publish(&publisher, "jobs", id).await;
+        publish(&publisher, "jobs", id, 0).await;
     }
     let publishing = started.elapsed();
     assert!(
         publishing < Duration::from_secs(5),
         "publishing {JOBS} jobs waited on the stopped worker: {publishing:?}"
     );
-    let fed = jobs_read(&mut healthy, Duration::from_millis(500)).await;
+    let mut fed = Vec::new();
+    read_until(
+        &mut healthy,
+        &mut fed,
+        "the healthy worker's half while its neighbour is stopped",
+        |fed| fed.len() >= (JOBS / 2) as usize,
+    )
+    .await;
+    // Its turn every other job, whichever of the two the rotation began with.
+    let parity = fed[0] % 2;
     assert!(
-        !fed.is_empty(),
-        "the healthy worker got nothing while its neighbour was stopped"
+        fed.iter().all(|id| id % 2 == parity),
+        "the healthy worker missed its turn while its neighbour was stopped: {fed:?}"
     );
 
     stalled.resume();
-    let mut stopped_share = Vec::new();
-    let deadline = Instant::now() + STEP * 3;
-    while fed.len() + stopped_share.len() < JOBS as usize && Instant::now() < deadline {
-        stopped_share.extend(jobs_read(&mut stalled, Duration::from_millis(500)).await);
-    }
-    let every: Vec<u64> = fed.iter().chain(&stopped_share).copied().collect();
-    let distinct: BTreeSet<u64> = every.iter().copied().collect();
+    let stopped_share = the_rest_once(JOBS, &mut healthy, &mut fed, &mut stalled).await;
     println!(
         "{JOBS} jobs published in {publishing:?} with one worker stopped: the other read {}, \
          the stopped one {} once resumed",
         fed.len(),
         stopped_share.len()
     );
-    assert_eq!(distinct.len(), every.len(), "a job reached a worker twice");
     assert_eq!(
-        distinct,
-        (0..JOBS).collect::<BTreeSet<u64>>(),
-        "every job reaches one worker"
+        stopped_share.len() as u64,
+        JOBS / 2,
+        "the stopped worker's half waited for it"
+    );
+    connected.shutdown().await.unwrap();
+}
+
+/// On libzmq a peer whose queue is full is passed over: with a short `peer_queue`, a stopped
+/// worker that holds one message, and jobs large enough that the kernel's socket buffers hold
+/// few of them, the stopped worker's share stops well short of half and every later job goes to
+/// the healthy one.
+#[cfg(feature = "libzmq")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_with_sigstop_is_passed_over_once_its_queue_is_full_and_its_neighbour_gets_the_rest()
+ {
+    const PEER_QUEUE: usize = 10;
+    const JOB_BYTES: usize = 64 << 10;
+    const MANY: u64 = 400;
+    let queue = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).peer_queue(PEER_QUEUE);
+    let (connected, publisher, mut healthy, mut stalled) =
+        two_workers(queue, json!({"RCVHWM": 1, "RCVBUF": 4096})).await;
+
+    stalled.pause();
+    let started = Instant::now();
+    for id in 0..MANY {
+        publish(&publisher, "jobs", id, JOB_BYTES).await;
+    }
+    let publishing = started.elapsed();
+    assert!(
+        publishing < STEP * 3,
+        "publishing {MANY} jobs waited on the stopped worker: {publishing:?}"
+    );
+    // What the healthy worker reads while its neighbour is stopped: the stopped one's queue and
+    // socket buffers hold a small part of the jobs, so the healthy one reads most without it.
+    let mut fed = Vec::new();
+    read_until(
+        &mut healthy,
+        &mut fed,
+        "three quarters of the jobs at the healthy worker while its neighbour is stopped",
+        |fed| fed.len() as u64 >= MANY * 3 / 4,
+    )
+    .await;
+
+    stalled.resume();
+    let stopped_share = the_rest_once(MANY, &mut healthy, &mut fed, &mut stalled).await;
+    let last_held = stopped_share.iter().max().copied().unwrap_or(0);
+    println!(
+        "{MANY} jobs of {JOB_BYTES} bytes published in {publishing:?} with one worker stopped \
+         (peer_queue {PEER_QUEUE}): the other read {}, the stopped one {} once resumed, the last \
+         of them job {last_held}",
+        fed.len(),
+        stopped_share.len()
     );
     assert!(
         !stopped_share.is_empty(),
-        "the stopped worker's share waited for it"
+        "the stopped worker's queue held nothing"
+    );
+    // Once its queue is full it is passed over for good: every job past its last went to the
+    // healthy worker, and those are most of them.
+    assert!(
+        last_held < MANY / 2,
+        "the stopped worker still got job {last_held} of {MANY}: it was never passed over"
     );
     connected.shutdown().await.unwrap();
 }
