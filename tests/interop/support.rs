@@ -539,8 +539,9 @@ pub fn logs() {
 /// thread that does not block SIGUSR1, one at a time, and waits until that thread has taken its
 /// signal into the handler. Every such thread rather than those of a given name: a library's
 /// thread carries its parent's name until it sets its own. Answers the names of the threads that
-/// handled their signal; a thread that ends first is not among them, and a signal a living
-/// thread never takes fails the test.
+/// handled their signal; a thread that ends first is not among them, nor one that has the
+/// signal masked at its turn (even for a moment: a thread not yet started, one spawning a
+/// process), and a signal a living thread never takes fails the test.
 #[cfg(feature = "libzmq")]
 pub async fn interrupt_every_thread() -> Vec<String> {
     use std::path::Path;
