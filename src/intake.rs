@@ -129,6 +129,7 @@ impl Intake {
                 let bytes: usize = frames.iter().map(Bytes::len).sum();
                 tracing::warn!(
                     subscription = %self.subscription,
+                    endpoint = %self.endpoint,
                     rule = refusal.rule(),
                     frames = frames.len(),
                     bytes,

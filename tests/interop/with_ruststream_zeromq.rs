@@ -320,8 +320,8 @@ const OVER_THE_LIMITS: &str =
     "with_ruststream_zeromq::messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only";
 
 /// Where the two differ on the one-way wire: this crate refuses a message over its
-/// `WireLimits` (8 MiB a message, 128 header lines by default), warns naming the subscription and
-/// the rule, counts it by rule and goes on with the next (on libzmq a frame over the size limit
+/// `WireLimits` (8 MiB a message, 128 header lines by default), warns naming the subscription, the
+/// endpoint and the rule, counts it by rule and goes on with the next (on libzmq a frame over the size limit
 /// cuts its connection instead, unread); `ruststream-zeromq` has no limits and takes both. The
 /// warnings are read from the logs, so it runs in a process of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,11 +332,12 @@ async fn messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only()
     alone(OVER_THE_LIMITS).await;
 }
 
-/// The refusal warnings of the subscription `payments` under `rule`.
-fn refusal_warnings(rule: &str) -> Vec<String> {
+/// The refusal warnings of the subscription `payments` at `endpoint` under `rule`.
+fn refusal_warnings(rule: &str, endpoint: &str) -> Vec<String> {
     log_lines(&[
         "refused a message from a peer",
         "subscription=payments ",
+        &format!("endpoint={endpoint} "),
         &format!("rule=\"{rule}\""),
     ])
 }
@@ -353,12 +354,11 @@ async fn over_the_limits_in_a_process_of_its_own() {
         .unwrap();
     let monitor = connected.monitor();
     let mut inbox = Inbox::new(connected.subscribe("payments").await.unwrap(), ours);
-    let other = theirs::ZmqQueue::new(theirs::ZmqEndpoint::connect(
-        monitor.bound_address().unwrap(),
-    ))
-    .connect()
-    .await
-    .unwrap();
+    let address = monitor.bound_address().unwrap();
+    let other = theirs::ZmqQueue::new(theirs::ZmqEndpoint::connect(address.clone()))
+        .connect()
+        .await
+        .unwrap();
     let publisher = other.publisher();
     // On libzmq a frame over the limit never reaches the service: see below.
     if !cfg!(feature = "libzmq") {
@@ -383,7 +383,7 @@ async fn over_the_limits_in_a_process_of_its_own() {
     );
     assert_eq!(monitor.refused_by("max-header-lines"), 1);
     // Each refusal warned before the next message was handed over.
-    let warnings = refusal_warnings("max-header-lines");
+    let warnings = refusal_warnings("max-header-lines", &address);
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
     assert!(
         warnings[0].contains(" WARN ")
@@ -403,10 +403,10 @@ async fn over_the_limits_in_a_process_of_its_own() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(monitor.refused_by("max-message-bytes"), 0);
-        assert!(refusal_warnings("max-message-bytes").is_empty());
+        assert!(refusal_warnings("max-message-bytes", &address).is_empty());
     } else {
         assert_eq!(monitor.refused_by("max-message-bytes"), 1);
-        let warnings = refusal_warnings("max-message-bytes");
+        let warnings = refusal_warnings("max-message-bytes", &address);
         assert_eq!(warnings.len(), 1, "{warnings:#?}");
         assert!(
             warnings[0].contains(" WARN ")
