@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::support::{
-    Deadline, PyPeer, STEP, Tap, interrupt_every_thread, is_child, json_of, logs, python,
+    Deadline, PyPeer, STEP, Tap, alone, captured_logs, interrupt_until_handled_by, is_child,
+    json_of, log_lines, logged, logs, python,
 };
-use crate::with_ruststream_zeromq::{alone, captured_logs, log_lines, logged};
 
 /// What the messages carry: it must never be seen on the wire under CURVE.
 const SECRET_TEXT: &str = "card 4111-1111-1111-1111";
@@ -224,23 +224,7 @@ async fn the_allow_list_holds(signalled: bool) {
             deadline.check();
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        // A thread that has the signal masked when its turn comes is passed over (a thread
-        // spawning a process masks every signal until the child runs; the handler's thread was
-        // seen so under load): the round is repeated until the handler's thread took one.
-        let deadline = Deadline::after(STEP * 3, "a signal handled by zmq-zap");
-        let mut rounds = 1;
-        loop {
-            let handled = interrupt_every_thread().await;
-            if handled.iter().any(|name| name == "zmq-zap") {
-                break;
-            }
-            assert!(
-                !deadline.passed(),
-                "the authentication handler's thread (zmq-zap) did not handle the signal in \
-                 {rounds} rounds; the last reached {handled:?}"
-            );
-            rounds += 1;
-        }
+        interrupt_until_handled_by("zmq-zap").await;
     }
     let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
     offer(&mut peer, 1).await;

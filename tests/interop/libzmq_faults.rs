@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
     hostile::{raw_push, short_frame},
-    support::{Deadline, PyPeer, STEP, Tap, interrupt_every_thread, json_of, logs},
+    support::{Deadline, PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, logs},
 };
 
 fn count(events: &[String], event: &str) -> usize {
@@ -610,22 +610,8 @@ async fn a_signal_to_the_monitor_threads_leaves_every_socket_watched() {
     let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
     let monitor = connected.monitor();
     let address = monitor.bound_address().unwrap();
-    // A thread with every signal masked at its turn is passed over (one being created is, until
-    // it first runs): the round is repeated until a socket watcher took one.
-    let deadline = Deadline::after(STEP * 3, "a signal handled by a zmq-monitor thread");
-    let mut rounds = 1;
-    loop {
-        let handled = interrupt_every_thread().await;
-        if handled.iter().any(|name| name == "zmq-monitor") {
-            break;
-        }
-        assert!(
-            !deadline.passed(),
-            "no socket watcher (a zmq-monitor thread) handled the signal in {rounds} rounds; the \
-             last reached {handled:?}"
-        );
-        rounds += 1;
-    }
+    // The socket's watcher among the threads signalled.
+    interrupt_until_handled_by("zmq-monitor").await;
     let mut peer = PyPeer::connect("PUSH", &address, json!({})).await;
     until(STEP, "the peer counted after the signals", || {
         monitor.peers_connected() == 1

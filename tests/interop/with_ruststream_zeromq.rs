@@ -9,11 +9,7 @@
 //! answers on `correlation-id`. The difference a peer meets is the limits: this crate refuses
 //! what is over its `WireLimits`, the other reads anything.
 
-use std::{
-    io::Write,
-    sync::{Arc, Mutex, OnceLock},
-    time::Duration,
-};
+use std::time::Duration;
 
 use futures::StreamExt;
 use ruststream::{
@@ -25,76 +21,7 @@ use ruststream_zmq::{ZmqEndpoint, ZmqFanout, ZmqQueue, ZmqRpc};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{ChildTest, Deadline, PyPeer, STEP, is_child, logs};
-
-/// Every log line of this process from the first call on (INFO and up, no colours), for a test
-/// that asserts what the crate logs. One subscriber serves a whole process, so such a test runs
-/// in a child process of its own ([`alone`]), where no other test installs one. Shared with the
-/// CURVE tests.
-pub(crate) fn captured_logs() -> &'static Mutex<Vec<u8>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&buffer);
-        tracing_subscriber::fmt()
-            .with_env_filter("info")
-            .with_ansi(false)
-            .with_writer(move || Sink(Arc::clone(&sink)))
-            .try_init()
-            .expect("no other log subscriber in the child process that captures the logs");
-        buffer
-    })
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The captured log lines that contain each of `parts`.
-pub(crate) fn log_lines(parts: &[&str]) -> Vec<String> {
-    String::from_utf8_lossy(&captured_logs().lock().unwrap())
-        .lines()
-        .filter(|line| parts.iter().all(|part| line.contains(part)))
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Waits until a captured log line contains each of `parts`; answers every such line.
-#[cfg_attr(
-    not(feature = "libzmq"),
-    allow(dead_code, reason = "the CURVE tests use it")
-)]
-pub(crate) async fn logged(parts: &[&str]) -> Vec<String> {
-    let deadline = Deadline::after(STEP, format!("a log line with {parts:?}"));
-    loop {
-        let lines = log_lines(parts);
-        if !lines.is_empty() {
-            return lines;
-        }
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Runs the test `test` (its name as libtest gives it) in a child process of its own and
-/// requires that it passed; the child, marked by [`is_child`], does the test's work.
-pub(crate) async fn alone(test: &'static str) {
-    let end = ChildTest::spawn(test).end(STEP * 6).await;
-    assert!(
-        end.status.is_some_and(|status| status.success())
-            && end.stdout.contains("test result: ok. 1 passed"),
-        "the child process that runs {test} did not pass: {}",
-        end.describe()
-    );
-}
+use crate::support::{Deadline, PyPeer, STEP, alone, captured_logs, is_child, log_lines, logs};
 
 /// One delivery as a subscription of either crate handed it over.
 #[derive(Debug, Clone, PartialEq)]
