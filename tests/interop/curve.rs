@@ -260,6 +260,30 @@ async fn a_signal_to_the_authentication_handler_leaves_the_allow_list_closed() {
     the_allow_list_holds(true).await;
 }
 
+/// Publishes price `n` until `sub` hears one (the slow joiner: a SUB misses what is sent before
+/// its subscription reached the PUB), failing naming `what` after a step.
+async fn price_heard(
+    publisher: &ruststream_zmq::ZmqPublisher,
+    sub: &mut PyPeer,
+    n: u64,
+    what: &str,
+) -> crate::support::Received {
+    let deadline = Deadline::after(STEP, what);
+    loop {
+        publisher
+            .publish(
+                OutgoingMessage::produced("prices", BytesMut::from(&job(n)[..])),
+                None,
+            )
+            .await
+            .unwrap();
+        if let Some(received) = sub.recv(Duration::from_millis(50)).await {
+            return received;
+        }
+        deadline.check();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_curve_fanout_publishes_to_a_listed_pyzmq_subscriber_and_not_in_clear() {
     logs();
@@ -275,21 +299,7 @@ async fn a_curve_fanout_publishes_to_a_listed_pyzmq_subscriber_and_not_in_clear(
     let mut options = client_of(&server.public(), &client);
     options["SUBSCRIBE"] = json!("prices");
     let mut sub = PyPeer::connect("SUB", &relay.address, options).await;
-    // The slow joiner: publish until the subscription has reached the PUB.
-    let deadline = Deadline::after(STEP, "a price at the CURVE subscriber");
-    let received = loop {
-        publisher
-            .publish(
-                OutgoingMessage::produced("prices", BytesMut::from(&job(1)[..])),
-                None,
-            )
-            .await
-            .unwrap();
-        if let Some(received) = sub.recv(Duration::from_millis(50)).await {
-            break received;
-        }
-        deadline.check();
-    };
+    let received = price_heard(&publisher, &mut sub, 1, "a price at the CURVE subscriber").await;
     assert_eq!(received.payload()["note"], SECRET_TEXT);
     assert!(
         !relay.saw(SECRET_TEXT).0,
@@ -502,21 +512,13 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
         subscribe(client_of(&server.public(), &listed)),
     )
     .await;
-    // The slow joiner: publish until the listed subscription has reached the PUB.
-    let deadline = Deadline::after(STEP, "a price at the listed subscriber");
-    let heard = loop {
-        publisher
-            .publish(
-                OutgoingMessage::produced("prices", BytesMut::from(&job(4)[..])),
-                None,
-            )
-            .await
-            .unwrap();
-        if let Some(received) = friend.recv(Duration::from_millis(50)).await {
-            break received;
-        }
-        deadline.check();
-    };
+    let heard = price_heard(
+        &publisher,
+        &mut friend,
+        4,
+        "a price at the listed subscriber",
+    )
+    .await;
     assert_eq!(heard.payload()["n"], 4);
     for (peer, which) in [
         (&mut wrong, "wrong server key"),

@@ -273,23 +273,7 @@ async fn a_peer_announcing_a_frame_of_1_tib_or_of_256_mib_is_cut_at_the_header_w
     if crate::support::is_child(FRAME_HEADER) {
         return frame_headers_in_a_process_of_its_own().await;
     }
-    let end = crate::support::ChildTest::spawn(FRAME_HEADER)
-        .end(STEP * 6)
-        .await;
-    if let Some(figures) = end
-        .stdout
-        .lines()
-        .find(|line| line.contains(FRAME_HEADER_FIGURES))
-    {
-        println!("{figures}");
-    }
-    assert!(
-        end.status.is_some_and(|status| status.success())
-            && end.stdout.contains("test result: ok. 1 passed")
-            && end.stdout.contains(FRAME_HEADER_FIGURES),
-        "the child process did not pass with its figures: {}",
-        end.describe()
-    );
+    crate::support::alone_with_figures(FRAME_HEADER, FRAME_HEADER_FIGURES).await;
 }
 
 /// A long frame header (flags 0x02, LONG, no MORE) announcing `length` bytes.
@@ -514,23 +498,7 @@ async fn a_frame_of_200_mb_over_a_1_mib_limit_is_refused_without_being_read_into
     if crate::support::is_child(HUGE_FRAME) {
         return huge_frame_in_a_process_of_its_own().await;
     }
-    let end = crate::support::ChildTest::spawn(HUGE_FRAME)
-        .end(STEP * 6)
-        .await;
-    if let Some(figures) = end
-        .stdout
-        .lines()
-        .find(|line| line.contains(HUGE_FRAME_FIGURES))
-    {
-        println!("{figures}");
-    }
-    assert!(
-        end.status.is_some_and(|status| status.success())
-            && end.stdout.contains("test result: ok. 1 passed")
-            && end.stdout.contains(HUGE_FRAME_FIGURES),
-        "the child process did not pass with its figures: {}",
-        end.describe()
-    );
+    crate::support::alone_with_figures(HUGE_FRAME, HUGE_FRAME_FIGURES).await;
 }
 
 async fn huge_frame_in_a_process_of_its_own() {

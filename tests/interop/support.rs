@@ -701,6 +701,23 @@ pub async fn alone(test: &'static str) {
     );
 }
 
+/// [`alone`] for a child that measures itself: prints its line holding `figures`, and requires
+/// that it printed one.
+#[cfg(feature = "libzmq")]
+pub async fn alone_with_figures(test: &'static str, figures: &str) {
+    let end = ChildTest::spawn(test).end(STEP * 6).await;
+    if let Some(line) = end.stdout.lines().find(|line| line.contains(figures)) {
+        println!("{line}");
+    }
+    assert!(
+        end.status.is_some_and(|status| status.success())
+            && end.stdout.contains("test result: ok. 1 passed")
+            && end.stdout.contains(figures),
+        "the child process that runs {test} did not pass with its figures: {}",
+        end.describe()
+    );
+}
+
 /// Signals every thread until one named `thread` has handled it: a thread with every signal
 /// masked at its turn (one being created, or spawning a process) is passed over, so a round can
 /// miss it. Answers the names the last round reached.
