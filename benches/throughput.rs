@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo bench --bench throughput                               # the `zeromq` backend
-//! cargo bench --bench throughput --features libzmq             # the `libzmq` backend
+//! cargo bench --bench throughput --no-default-features --features libzmq   # the `libzmq` backend
 //! cargo bench --bench throughput -- --reps 1 --scale 0.1 queue rr1   # a quick look
 //! cargo bench --bench throughput -- clients [N]                # short-lived REQ/DEALER clients
 //! ```
@@ -18,9 +18,10 @@
 //! second task, or the raw asker's answers are read by a task of their own, each through a
 //! channel of 64; what one hand-off between tasks costs a round trip).
 //!
-//! The baseline is raw sockets of the same client: without the `libzmq` feature, raw `zeromq`
+//! The baseline is raw sockets of the same client: with the `zeromq` feature (the crate root's
+//! brokers then run on it, `libzmq` compiled in or not), raw `zeromq`
 //! 0.7 sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
-//! with it, raw libzmq sockets through the `zmq` 0.10 binding, each driven by a plain std thread
+//! with libzmq alone, raw libzmq sockets through the `zmq` 0.10 binding, each driven by a plain std thread
 //! with blocking calls, the fastest way to use libzmq and so the fairest "raw" figure
 //! (`benches/raw/libzmq.rs`). Both do the work the crate's handler does: read the one header,
 //! decode the JSON `{"id":n}`, count; a raw responder reads the `correlation-id` header, decodes
@@ -54,11 +55,11 @@
 //!
 //! `cargo test --all-targets` builds this file too; without `--bench` it only says how to run it.
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 #[path = "raw/zeromq.rs"]
 mod raw;
 
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 #[path = "raw/libzmq.rs"]
 mod raw;
 
@@ -146,7 +147,7 @@ type Frames = [Bytes; 3];
 type Work = Arc<dyn Fn(&[u8], &[u8], &[u8]) + Send + Sync>;
 
 /// The backend this build measures.
-const BACKEND: &str = if cfg!(feature = "libzmq") {
+const BACKEND: &str = if cfg!(not(feature = "zeromq")) {
     "libzmq"
 } else {
     "zeromq"
@@ -1235,12 +1236,12 @@ fn tenant_headers() -> HeaderMap {
     headers
 }
 
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 fn fanout_broker<S: Side>(endpoint: ZmqEndpoint<S>, queue: usize) -> ZmqFanout<S> {
     ZmqFanout::new(endpoint).peer_queue(queue)
 }
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 fn fanout_broker<S: Side>(endpoint: ZmqEndpoint<S>, _queue: usize) -> ZmqFanout<S> {
     ZmqFanout::new(endpoint)
 }
@@ -1793,7 +1794,7 @@ fn main() {
             "--workers" => {
                 rest.next();
             }
-            "--raw-hop" if cfg!(feature = "libzmq") => {
+            "--raw-hop" if cfg!(not(feature = "zeromq")) => {
                 panic!("--raw-hop: the libzmq baseline's sockets are driven by threads, not tasks")
             }
             "--raw-hop" => match rest.next().map(String::as_str) {

@@ -231,12 +231,12 @@ async fn main() -> Result<(), Failure> {
 /// ventilator's and the sink's server key pairs (`FLEET_VENT_PUBLIC` and `FLEET_VENT_SECRET`,
 /// `FLEET_SINK_...`), each worker's client key pair (`FLEET_W1_PUBLIC`, ...), and the client
 /// keys the servers admit (`FLEET_CLIENTS`, comma separated).
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 mod net {
     use std::time::Duration;
 
     use ruststream_zmq::{
-        Bound, CurveKeyPair, CurvePublicKey, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint,
+        Bound, Curve, CurveKeyPair, CurvePublicKey, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint,
     };
 
     use super::Failure;
@@ -271,7 +271,7 @@ mod net {
     }
 
     /// A server's endpoint (`vent`, `sink`): its key pair, the fleet's clients admitted.
-    pub fn serve(address: String, server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+    pub fn serve(address: String, server: &str) -> Result<ZmqEndpoint<Bound, Curve>, Failure> {
         Ok(ZmqEndpoint::bind(address)
             .curve(pair(server)?)
             .allow_clients(clients()?))
@@ -282,14 +282,17 @@ mod net {
         address: String,
         client: &str,
         server: &str,
-    ) -> Result<ZmqEndpoint<Dialing>, Failure> {
+    ) -> Result<ZmqEndpoint<Dialing, Curve>, Failure> {
         Ok(ZmqEndpoint::dial(address).curve(pair(client)?, public(server)?))
     }
 
     /// A worker's retry queue, bound on its loopback. The copies to it leave through the jobs
     /// broker, which speaks CURVE to the ventilator's key on every socket it dials, so the queue
     /// serves with the ventilator's key pair, and admits this worker alone.
-    pub fn retry_queue(address: String, client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+    pub fn retry_queue(
+        address: String,
+        client: &str,
+    ) -> Result<ZmqEndpoint<Bound, Curve>, Failure> {
         Ok(ZmqEndpoint::bind(address)
             .curve(pair("vent")?)
             .allow_clients([public(client)?]))
@@ -311,7 +314,7 @@ mod net {
 }
 
 /// The default backend: no CURVE, no heartbeats.
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 mod net {
     use ruststream_zmq::{Bound, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint};
 
@@ -1487,7 +1490,7 @@ fn report(args: &Args) -> Result<(), Failure> {
                 (up - down) as f64 / 1000.0
             );
         }
-        #[cfg(feature = "libzmq")]
+        #[cfg(not(feature = "zeromq"))]
         println!(
             "  libzmq backend: CURVE on every connection, heartbeats every {} ms, a silent peer cut after {} ms",
             net::HEARTBEAT_INTERVAL.as_millis(),
@@ -1556,7 +1559,7 @@ fn report(args: &Args) -> Result<(), Failure> {
                 f.cut_worker_back_at_sink_ms,
             );
         }
-        #[cfg(feature = "libzmq")]
+        #[cfg(not(feature = "zeromq"))]
         println!(
             "  connections refused at their CURVE handshake: {}",
             f.peers_refused
@@ -1639,7 +1642,7 @@ fn report(args: &Args) -> Result<(), Failure> {
                 f.reconnect_after_cut_ms.is_some(),
             );
         }
-        #[cfg(feature = "libzmq")]
+        #[cfg(not(feature = "zeromq"))]
         {
             // A heartbeat goes out every interval; a peer silent for the timeout after one is
             // cut. The monitor is read every 20 ms: a second covers that and a loaded machine.

@@ -8,7 +8,8 @@
 #   scripts/fleet.sh [--short] [--features LIST] [--bin PATH] [--dir DIR] [--summary FILE]
 #
 # --short   about 30 s in all (the test suite runs this); without it, about 100 s
-# --features the crate's features to build the fleet with (`libzmq`: the libzmq backend)
+# --features the crate's features to build the fleet with, in place of the defaults (`libzmq`:
+#            the libzmq backend alone)
 # --bin     the fleet binary (default: built with `cargo build --example fleet`)
 # --dir     where each process's record (JSON lines) and log go (default: a fresh temp dir)
 # --summary where the report's figures go, as JSON
@@ -47,7 +48,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 if [ -z "$bin" ]; then
-    cargo build --quiet --example fleet ${features:+--features "$features"}
+    cargo build --quiet --example fleet ${features:+--no-default-features --features "$features"}
     bin="${CARGO_TARGET_DIR:-target}/debug/examples/fleet"
 fi
 bin="$(realpath "$bin")"

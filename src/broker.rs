@@ -1,5 +1,5 @@
-//! The broker of every pattern: `ZmqBroker<Pattern, Side>`, its connected form, and the broker
-//! contract's impls. `ZmqQueue`, `ZmqFanout` and `ZmqRpc` are its three names.
+//! The broker of every pattern: `ZmqBroker<Pattern, Side, Backend>`, its connected form, and
+//! the broker contract's impls. `ZmqQueue`, `ZmqFanout` and `ZmqRpc` are its three names.
 //!
 //! Imports: the leaves, `pattern`, `settings`, `bindings` (feature `asyncapi`), `transport`,
 //! `intake`, `connection`, `delivery` and `publish`.
@@ -14,7 +14,7 @@ use ruststream::{
 use crate::{
     connection::Connection,
     delivery::{ZmqResponderSubscriber, ZmqSubscriber},
-    endpoint::{Bound, Side, ZmqEndpoint},
+    endpoint::{Bound, Mechanism, Side, ZmqEndpoint},
     error::ZmqError,
     intake::Inbox,
     message::ZmqMessage,
@@ -23,7 +23,7 @@ use crate::{
     publish::{ZmqPublish, ZmqPublisher},
     routing::LocalHost,
     settings::{Settings, Tuning},
-    transport::{SocketOptions, Transport},
+    transport::{Backend, DefaultBackend, Speaks, Transport},
     wire::WireLimits,
 };
 
@@ -95,11 +95,15 @@ pub trait OneWay: Pattern {}
 impl OneWay for QueueKind {}
 impl OneWay for FanoutKind {}
 
-/// A ZeroMQ broker of pattern `P` over one endpoint of side `S`. Use it by its names:
-/// [`ZmqQueue`], [`ZmqFanout`], [`ZmqRpc`].
-pub struct ZmqBroker<P: Pattern, S: Side = Bound> {
+/// A ZeroMQ broker of pattern `P` over one endpoint of side `S`, on socket backend `B`. Use it
+/// by its names: [`ZmqQueue`], [`ZmqFanout`], [`ZmqRpc`] on the [default
+/// backend](DefaultBackend), or the same names in the crate's `zeromq` and `libzmq` modules to
+/// pin one.
+pub struct ZmqBroker<P: Pattern, S: Side = Bound, B: Backend = DefaultBackend> {
     endpoint: ZmqEndpoint<S>,
-    settings: Settings,
+    /// What only this backend's brokers set (libzmq: socket options, CURVE).
+    pub(crate) config: B::Config,
+    pub(crate) settings: Settings,
     monitor: ZmqMonitor,
     pattern: PhantomData<fn() -> P>,
 }
@@ -119,7 +123,7 @@ pub struct ZmqBroker<P: Pattern, S: Side = Bound> {
 /// let monitor = broker.monitor(); // the bound address once started, the refusals
 /// # let _ = (broker, monitor);
 /// ```
-pub type ZmqQueue<S = Bound> = ZmqBroker<QueueKind, S>;
+pub type ZmqQueue<S = Bound> = ZmqBroker<QueueKind, S, DefaultBackend>;
 
 /// The fan-out pattern over one endpoint: every subscriber whose prefix a name starts with gets
 /// the message.
@@ -128,14 +132,14 @@ pub type ZmqQueue<S = Bound> = ZmqBroker<QueueKind, S>;
 /// copies go back to its own listener; a dialing one names where (`out_retry(destination)`).
 /// PUB drops what a subscriber cannot take: each subscriber has a queue of 100,000 messages in
 /// the client, and a slow one loses messages past that without slowing the others.
-pub type ZmqFanout<S = Bound> = ZmqBroker<FanoutKind, S>;
+pub type ZmqFanout<S = Bound> = ZmqBroker<FanoutKind, S, DefaultBackend>;
 
 /// Request-reply over one endpoint: a responder (ROUTER) answers each request at the identity
 /// it carries; a requester (DEALER, the `Request` policy) keeps many requests in flight on one
 /// connection.
-pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S>;
+pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S, DefaultBackend>;
 
-impl<P: Pattern, S: Side> ZmqBroker<P, S> {
+impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     /// The connected form over `transport`: checks the endpoint, opens nothing yet.
     pub(crate) fn connect_on(
         self,
@@ -158,12 +162,18 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
         })
     }
 
-    /// A broker over `endpoint`. Records the configuration; opens nothing until connect.
+    /// A broker over `endpoint`. Records the configuration; opens nothing until connect. An
+    /// endpoint with CURVE takes a backend that speaks it (`ui-tests/curve_on_zeromq.rs`).
     #[must_use]
-    pub fn new(endpoint: ZmqEndpoint<S>) -> Self {
+    pub fn new<M: Mechanism>(endpoint: ZmqEndpoint<S, M>) -> Self
+    where
+        B: Speaks<M>,
+    {
+        let (endpoint, mechanism) = endpoint.into_parts();
         Self {
             monitor: ZmqMonitor::for_endpoint(endpoint.address()),
             endpoint,
+            config: B::secured(B::Config::default(), mechanism),
             settings: Settings::default(),
             pattern: PhantomData,
         }
@@ -202,45 +212,6 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S> {
     #[must_use]
     pub fn read_ahead(mut self, messages: usize) -> Self {
         self.settings.read_ahead = messages;
-        self
-    }
-
-    /// How many messages a socket queues for one peer, each way, before that peer counts as
-    /// not reading (default 1,000; libzmq's high-water marks). So a peer's queue holds at most
-    /// this many messages of at most [`WireLimits::max_message_bytes`] each. What a full peer
-    /// gets depends on the pattern: see the crate docs, "When a peer is down or does not read".
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn peer_queue(mut self, messages: usize) -> Self {
-        self.settings.peer_queue = messages.max(1);
-        self
-    }
-
-    /// Checks every connection with a ZMTP PING each `interval`, and cuts one that stays
-    /// silent for `timeout` (default every 2 s, cut after 10 s): a peer that stopped or
-    /// whose host vanished is noticed and counted in [`ZmqMonitor::peers_lost`]. A libzmq
-    /// peer answers PINGs by itself.
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn heartbeat(mut self, interval: Duration, timeout: Duration) -> Self {
-        self.settings.heartbeat = Some((interval, timeout));
-        self
-    }
-
-    /// Sends no heartbeats: a silent peer keeps its connection until TCP notices.
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn without_heartbeat(mut self) -> Self {
-        self.settings.heartbeat = None;
-        self
-    }
-
-    /// How long a new connection may take to finish its ZMTP handshake before it is cut
-    /// (default 10 s): a peer that connects and says nothing holds no connection for longer.
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.settings.handshake_timeout = timeout;
         self
     }
 
@@ -296,15 +267,12 @@ impl<P: OneWay> ConnectedZmq<P, Bound> {
     }
 }
 
-impl<P: Pattern, S: Side> Broker for ZmqBroker<P, S> {
+impl<P: Pattern, S: Side, B: Backend> Broker for ZmqBroker<P, S, B> {
     type Error = ZmqError;
     type Connected = ConnectedZmq<P, S>;
 
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
-        let options = SocketOptions::from_settings(&self.settings);
-        #[cfg(feature = "libzmq")]
-        let options = options.secured(self.endpoint.security().cloned());
-        let sockets = Transport::sockets(self.monitor.clone(), options);
+        let sockets = B::transport(self.monitor.clone(), &self.settings, self.config.clone());
         self.connect_on(sockets, LocalHost::discover().await)
     }
 }
@@ -324,7 +292,7 @@ pub(crate) const ZMTP_VERSION: &str = "3.0";
 /// endpoint), never more, over the protocol `zeromq` at ZMTP `3.0`. ZeroMQ's NULL mechanism has no
 /// credentials to leak. Under the `asyncapi` feature the server carries an `x-zeromq` binding:
 /// the transport, the side this service takes (`bind` or `connect`) and the socket pair.
-impl<P: Pattern, S: Side> ruststream::DescribeServer for ZmqBroker<P, S> {
+impl<P: Pattern, S: Side, B: Backend> ruststream::DescribeServer for ZmqBroker<P, S, B> {
     fn describe_server(&self) -> ruststream::ServerSpec {
         let address = self.endpoint.address();
         let mut spec = match address.strip_prefix("ipc://") {

@@ -7,7 +7,7 @@
 //! secret key never appears in `Debug` output, errors or logs; a public key is shown by its
 //! fingerprint (its first 8 Z85 characters).
 //!
-//! Imports: `error` only (a leaf). Key generation and the Z85 codec are libzmq's.
+//! Imports: `endpoint` and `error` (leaves). Key generation and the Z85 codec are libzmq's.
 
 use std::{
     collections::HashSet,
@@ -16,7 +16,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use crate::error::ZmqError;
+use crate::{
+    endpoint::{Bound, Dialing, Mechanism, ZmqEndpoint, sealed_mechanism},
+    error::ZmqError,
+};
 
 /// A CURVE public key: 32 bytes, written as 40 characters of Z85.
 ///
@@ -211,9 +214,105 @@ fn encode(bytes: &[u8; 32]) -> String {
     zmq::z85_encode(bytes).unwrap_or_default()
 }
 
+/// CURVE on an endpoint (libzmq backend): every connection encrypted, the server known by its
+/// public key. Made by `ZmqEndpoint::curve`; only a broker on libzmq takes an endpoint
+/// that has it.
+#[derive(Clone)]
+pub struct Curve(pub(crate) Security);
+
+impl sealed_mechanism::Sealed for Curve {}
+
+impl Mechanism for Curve {
+    fn describe(&self) -> Option<String> {
+        Some(self.0.describe())
+    }
+}
+
+impl fmt::Debug for Curve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Curve").field(&self.0.describe()).finish()
+    }
+}
+
+impl ZmqEndpoint<Bound> {
+    /// Serves CURVE on this endpoint with the server's key pair (`libzmq` feature): every
+    /// connection is encrypted, and a client must know `server.public()`. Any client that does
+    /// is admitted, unless [`allow_clients`](ZmqEndpoint::allow_clients) lists the ones that
+    /// are.
+    ///
+    /// The broker's own sockets that dial this endpoint (copies to its own listener) use a key
+    /// pair of their own, admitted by the allow-list.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, ZmqEndpoint};
+    ///
+    /// let server = CurveKeyPair::generate().unwrap();
+    /// let client = CurveKeyPair::generate().unwrap();
+    /// let endpoint = ZmqEndpoint::bind("tcp://0.0.0.0:5555")
+    ///     .curve(server)
+    ///     .allow_clients([client.public()]);
+    /// assert!(format!("{endpoint:?}").contains("curve: \"server, clients allowed: 1\""));
+    /// ```
+    #[must_use]
+    pub fn curve(self, server: CurveKeyPair) -> ZmqEndpoint<Bound, Curve> {
+        self.secured(Curve(Security::Server {
+            keys: server,
+            allowed: None,
+        }))
+    }
+}
+
+impl ZmqEndpoint<Bound, Curve> {
+    /// Admits only these client keys (`libzmq` feature). A client with another key is refused
+    /// at its handshake: counted in
+    /// [`ZmqMonitor::peers_refused`](crate::ZmqMonitor::peers_refused), and logged once per key
+    /// with the key's fingerprint.
+    #[must_use]
+    pub fn allow_clients(mut self, clients: impl IntoIterator<Item = CurvePublicKey>) -> Self {
+        if let Curve(Security::Server { allowed, .. }) = self.mechanism_mut() {
+            let listed = allowed.get_or_insert_with(AllowList::default);
+            for client in clients {
+                listed.add(client);
+            }
+        }
+        self
+    }
+}
+
+impl ZmqEndpoint<Dialing> {
+    /// Speaks CURVE to this endpoint's server (`libzmq` feature): this process's `client` key
+    /// pair, and the public key of the `server` it expects. A server with another key is never
+    /// connected to; every socket the broker dials (copies to `name@endpoint` destinations too)
+    /// expects that server key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, CurvePublicKey, ZmqEndpoint};
+    ///
+    /// let server = CurvePublicKey::from_z85("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7").unwrap();
+    /// let endpoint = ZmqEndpoint::dial("tcp://10.0.0.5:5555")
+    ///     .curve(CurveKeyPair::generate().unwrap(), server);
+    /// assert!(format!("{endpoint:?}").contains("curve: \"client of rq:rM>}U\""));
+    /// ```
+    #[must_use]
+    pub fn curve(
+        self,
+        client: CurveKeyPair,
+        server: CurvePublicKey,
+    ) -> ZmqEndpoint<Dialing, Curve> {
+        self.secured(Curve(Security::Client {
+            keys: client,
+            server,
+        }))
+    }
+}
+
 /// How an endpoint's sockets secure their connections.
 #[derive(Debug, Clone)]
-pub(crate) enum Security {
+pub enum Security {
     /// A bound endpoint: the server's key pair, and the clients it admits (any, when `None`).
     Server {
         keys: CurveKeyPair,
@@ -244,7 +343,7 @@ impl Security {
 /// The client keys a bound endpoint admits. Shared: the broker's own sockets that dial its
 /// endpoint (copies to its own listener) add keys of their own.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct AllowList(Arc<Mutex<HashSet<CurvePublicKey>>>);
+pub struct AllowList(Arc<Mutex<HashSet<CurvePublicKey>>>);
 
 impl AllowList {
     #[cfg(test)]

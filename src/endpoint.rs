@@ -9,14 +9,17 @@ use std::{fmt, marker::PhantomData};
 
 use ruststream::{AddressedCopies, CopyPath, NamedCopies};
 
-#[cfg(feature = "libzmq")]
-use crate::curve::{AllowList, CurveKeyPair, CurvePublicKey, Security};
 use crate::error::ZmqError;
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Bound {}
     impl Sealed for super::Dialing {}
+}
+
+pub(crate) mod sealed_mechanism {
+    pub trait Sealed {}
+    impl Sealed for super::Plain {}
 }
 
 /// The side of an endpoint this process takes: [`Bound`] listens, [`Dialing`] connects.
@@ -35,6 +38,26 @@ pub trait Side: sealed::Sealed + Send + Sync + 'static {
     /// The state a queue or fan-out subscription builder starts in: [`Ready`] on a bound endpoint,
     /// [`WantsRetryDestination`] on a dialing one.
     type Fresh: Send + Sync + 'static;
+}
+
+/// How an endpoint's connections are secured: [`Plain`] (ZeroMQ's NULL mechanism, every
+/// backend), or CURVE (`ZmqEndpoint::curve`, the libzmq backend only: a broker on another
+/// backend does not take such an endpoint). Sealed.
+pub trait Mechanism: sealed_mechanism::Sealed + Clone + Send + Sync + 'static {
+    /// What `Debug` may say of it, never a secret key.
+    #[doc(hidden)]
+    fn describe(&self) -> Option<String>;
+}
+
+/// ZeroMQ's NULL mechanism: no encryption, no authentication; what an endpoint has until
+/// `curve` is called on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Plain;
+
+impl Mechanism for Plain {
+    fn describe(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A subscription builder that is complete: it can be mounted.
@@ -91,11 +114,9 @@ impl Side for Dialing {
 /// assert_eq!(upstream.address(), "tcp://127.0.0.1:5555");
 /// # let _ = listen;
 /// ```
-pub struct ZmqEndpoint<S: Side> {
+pub struct ZmqEndpoint<S: Side, M: Mechanism = Plain> {
     address: String,
-    /// CURVE on this endpoint's sockets, when set.
-    #[cfg(feature = "libzmq")]
-    security: Option<Security>,
+    mechanism: M,
     side: PhantomData<fn() -> S>,
 }
 
@@ -106,56 +127,6 @@ impl ZmqEndpoint<Bound> {
     pub fn bind(address: impl Into<String>) -> Self {
         Self::new(address.into())
     }
-
-    /// Serves CURVE on this endpoint with the server's key pair (`libzmq` feature): every
-    /// connection is encrypted, and a client must know `server.public()`. Any client that does
-    /// is admitted, unless [`allow_clients`](Self::allow_clients) lists the ones that are.
-    ///
-    /// The broker's own sockets that dial this endpoint (copies to its own listener) use a key
-    /// pair of their own, admitted by the allow-list.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ruststream_zmq::{CurveKeyPair, ZmqEndpoint};
-    ///
-    /// let server = CurveKeyPair::generate().unwrap();
-    /// let client = CurveKeyPair::generate().unwrap();
-    /// let endpoint = ZmqEndpoint::bind("tcp://0.0.0.0:5555")
-    ///     .curve(server)
-    ///     .allow_clients([client.public()]);
-    /// assert!(format!("{endpoint:?}").contains("curve: \"server, clients allowed: 1\""));
-    /// ```
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn curve(mut self, server: CurveKeyPair) -> Self {
-        let allowed = match self.security.take() {
-            Some(Security::Server { allowed, .. }) => allowed,
-            _ => None,
-        };
-        self.security = Some(Security::Server {
-            keys: server,
-            allowed,
-        });
-        self
-    }
-
-    /// Admits only these client keys (`libzmq` feature; after [`curve`](Self::curve)). A client
-    /// with another key is refused at its handshake: counted in
-    /// [`ZmqMonitor::peers_refused`](crate::ZmqMonitor::peers_refused), and logged once per key
-    /// with the key's fingerprint. Without `curve` there is no handshake to refuse, and the
-    /// list does nothing.
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn allow_clients(mut self, clients: impl IntoIterator<Item = CurvePublicKey>) -> Self {
-        if let Some(Security::Server { allowed, .. }) = &mut self.security {
-            let listed = allowed.get_or_insert_with(AllowList::default);
-            for client in clients {
-                listed.add(client);
-            }
-        }
-        self
-    }
 }
 
 impl ZmqEndpoint<Dialing> {
@@ -164,47 +135,45 @@ impl ZmqEndpoint<Dialing> {
     pub fn dial(address: impl Into<String>) -> Self {
         Self::new(address.into())
     }
-
-    /// Speaks CURVE to this endpoint's server (`libzmq` feature): this process's `client` key
-    /// pair, and the public key of the `server` it expects. A server with another key is never
-    /// connected to; every socket the broker dials (copies to `name@endpoint` destinations too)
-    /// expects that server key.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ruststream_zmq::{CurveKeyPair, CurvePublicKey, ZmqEndpoint};
-    ///
-    /// let server = CurvePublicKey::from_z85("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7").unwrap();
-    /// let endpoint = ZmqEndpoint::dial("tcp://10.0.0.5:5555")
-    ///     .curve(CurveKeyPair::generate().unwrap(), server);
-    /// assert!(format!("{endpoint:?}").contains("curve: \"client of rq:rM>}U\""));
-    /// ```
-    #[cfg(feature = "libzmq")]
-    #[must_use]
-    pub fn curve(mut self, client: CurveKeyPair, server: CurvePublicKey) -> Self {
-        self.security = Some(Security::Client {
-            keys: client,
-            server,
-        });
-        self
-    }
 }
 
 impl<S: Side> ZmqEndpoint<S> {
     fn new(address: String) -> Self {
         Self {
             address,
-            #[cfg(feature = "libzmq")]
-            security: None,
+            mechanism: Plain,
+            side: PhantomData,
+        }
+    }
+}
+
+impl<S: Side, M: Mechanism> ZmqEndpoint<S, M> {
+    /// This endpoint, secured by `mechanism` instead.
+    #[cfg_attr(
+        not(feature = "libzmq"),
+        expect(dead_code, reason = "only CURVE secures an endpoint")
+    )]
+    pub(crate) fn secured<N: Mechanism>(self, mechanism: N) -> ZmqEndpoint<S, N> {
+        ZmqEndpoint {
+            address: self.address,
+            mechanism,
             side: PhantomData,
         }
     }
 
-    /// CURVE on this endpoint's sockets, when set.
-    #[cfg(feature = "libzmq")]
-    pub(crate) fn security(&self) -> Option<&Security> {
-        self.security.as_ref()
+    /// How the endpoint's connections are secured, to change it.
+    #[cfg_attr(
+        not(feature = "libzmq"),
+        expect(dead_code, reason = "only CURVE has settings")
+    )]
+    pub(crate) fn mechanism_mut(&mut self) -> &mut M {
+        &mut self.mechanism
+    }
+
+    /// The address and the mechanism, apart.
+    pub(crate) fn into_parts(self) -> (ZmqEndpoint<S>, M) {
+        let plain = ZmqEndpoint::new(self.address);
+        (plain, self.mechanism)
     }
 
     /// The address as it was given.
@@ -239,33 +208,31 @@ pub(crate) fn check_address(address: &str) -> Result<(), ZmqError> {
     }
 }
 
-impl<S: Side> Clone for ZmqEndpoint<S> {
+impl<S: Side, M: Mechanism> Clone for ZmqEndpoint<S, M> {
     fn clone(&self) -> Self {
         Self {
             address: self.address.clone(),
-            #[cfg(feature = "libzmq")]
-            security: self.security.clone(),
+            mechanism: self.mechanism.clone(),
             side: PhantomData,
         }
     }
 }
 
-impl<S: Side> fmt::Debug for ZmqEndpoint<S> {
+impl<S: Side, M: Mechanism> fmt::Debug for ZmqEndpoint<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut shown = f.debug_struct("ZmqEndpoint");
         shown
             .field("address", &self.address)
             .field("side", &S::NAME);
         // Which keys, never the secret ones.
-        #[cfg(feature = "libzmq")]
-        if let Some(security) = &self.security {
-            shown.field("curve", &security.describe());
+        if let Some(described) = self.mechanism.describe() {
+            shown.field("curve", &described);
         }
         shown.finish()
     }
 }
 
-impl<S: Side> fmt::Display for ZmqEndpoint<S> {
+impl<S: Side, M: Mechanism> fmt::Display for ZmqEndpoint<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.address, S::NAME)
     }

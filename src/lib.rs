@@ -12,14 +12,17 @@
 //!
 //! # Socket backends
 //!
-//! The sockets come from one of two clients, chosen at build time; nothing above the transport
-//! differs. The default is the pure-Rust `zeromq` client (no C toolchain). The `libzmq` feature
-//! links libzmq instead, the library every pyzmq and C++ peer runs, and adds what only it has:
-//! ZMTP heartbeats (`ZmqBroker::heartbeat`), a handshake timeout, per-peer queues
-//! (`ZmqBroker::peer_queue`), frames over [`WireLimits::max_message_bytes`] refused before
-//! they are read, and CURVE with an allow-list of clients (`ZmqEndpoint::curve`,
-//! `CurveKeyPair`). Those items exist only under the feature. The README compares the two, and
-//! says what a peer that stops reading gets on each.
+//! The sockets come from one of two clients, each compiled in by its feature, and a broker runs
+//! on the one its type names ([`ZmqBroker`]'s third parameter, a [`Backend`]); nothing above the
+//! transport differs. [`zeromq::Zeromq`] (feature `zeromq`, on by default) is the pure-Rust
+//! client, with no C toolchain; the crate root's [`ZmqQueue`], [`ZmqFanout`] and [`ZmqRpc`] run
+//! on it whenever it is compiled ([`DefaultBackend`]). [`libzmq::Libzmq`] (feature `libzmq`) is
+//! the library every pyzmq and C++ peer runs, and adds what only it has: ZMTP heartbeats
+//! (`ZmqBroker::heartbeat`), a handshake timeout, per-peer queues (`ZmqBroker::peer_queue`),
+//! frames over [`WireLimits::max_message_bytes`] refused before they are read, and CURVE with an
+//! allow-list of clients (`ZmqEndpoint::curve`, `CurveKeyPair`). Those settings exist only on a
+//! libzmq broker ([`libzmq::ZmqQueue`] and its siblings). The README compares the two, and says
+//! what a peer that stops reading gets on each.
 //!
 //! # Testing a service
 //!
@@ -126,28 +129,32 @@
 //!
 //! Each module imports only modules listed above it, so the layers read from the bottom up:
 //!
-//! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `curve` (feature `libzmq`: CURVE
-//!    keys), `endpoint` (the side typestate, and the endpoint's CURVE keys; imports `curve`),
+//! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side and
+//!    mechanism typestates), `curve` (feature `libzmq`: CURVE keys, and the endpoint's CURVE
+//!    steps; imports `endpoint`),
 //!    `host` (this host's names, for the loop-back rule), `monitor` (live figures), then
 //!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
 //!    `monitor`).
 //! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
 //!    pattern's sockets and admission rules, as data), `settings`, then `bindings` (feature
 //!    `asyncapi`: the `x-zeromq` extensions of the document; imports `pattern`, `routing`, `wire`).
-//! 3. **Transport**: one type over the sockets of one backend, chosen at build time: the
-//!    `zeromq` client's (the default) or libzmq's (feature `libzmq`, with the CURVE
-//!    authentication handler); only the backend's module names its client's socket types.
-//!    Above the backends, `writer` (a sending socket's task), `duplex` (what a ROUTER's or
-//!    DEALER's task takes and hands on, and the sends and reads that skip it) and
-//!    `reading_end` (a socket read by its subscription, in the handler's task) are the same
-//!    for all. Under the `testing` feature, the in-process bus stands in for them.
+//! 3. **Transport**: `transport::backend` is the contract a backend meets (`SocketBackend`:
+//!    its reading, writing and duplex sockets, what each can do, its options); the `zeromq`
+//!    client's module and libzmq's (with the CURVE authentication handler) each implement it
+//!    once, and only they name their client's types. A connection holds the backend erased
+//!    (`Transport`), so nothing above names one. Above the backends, `writer` (a sending
+//!    socket's task), `duplex` (what a ROUTER's or DEALER's task takes and hands on, and the
+//!    sends and reads that skip it) and `reading_end` (a socket read by its subscription, in the
+//!    handler's task) are the same for all. Under the `testing` feature, the in-process bus
+//!    stands in for them.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
 //!    and how a responder answers each requester), `requests` (the DEALER's requests in flight);
 //!    each built from the transport and the settings.
 //! 5. **Connection**: `outbound` (writers, sends, answers), then `connection` (who holds the
 //!    endpoint, subscribe, publish, shutdown).
 //! 6. **What a service uses**: `context` (what a handler reads of its delivery), `delivery`
-//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`.
+//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`, then [`zeromq`] and
+//!    [`libzmq`] (the brokers pinned to each backend, and libzmq's own settings).
 //! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
 //!    no other module names it.
 #![forbid(unsafe_code)]
@@ -172,6 +179,8 @@ mod endpoint;
 mod error;
 mod host;
 mod intake;
+#[cfg(feature = "libzmq")]
+pub mod libzmq;
 mod message;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -188,6 +197,13 @@ mod subscription;
 mod testing;
 mod transport;
 pub mod wire;
+#[cfg(feature = "zeromq")]
+pub mod zeromq;
+
+#[cfg(not(any(feature = "zeromq", feature = "libzmq")))]
+compile_error!(
+    "ruststream-zmq needs a socket backend: turn on the `zeromq` feature (the default) or `libzmq`"
+);
 
 pub use broker::{
     ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, OneWay,
@@ -195,9 +211,11 @@ pub use broker::{
 };
 pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
 #[cfg(feature = "libzmq")]
-pub use curve::{CurveKeyPair, CurvePublicKey};
+pub use curve::{Curve, CurveKeyPair, CurvePublicKey};
 pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
-pub use endpoint::{Bound, Dialing, Ready, Side, WantsRetryDestination, ZmqEndpoint};
+pub use endpoint::{
+    Bound, Dialing, Mechanism, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,
+};
 pub use error::{SocketFault, ZmqError};
 pub use message::ZmqMessage;
 pub use monitor::ZmqMonitor;
@@ -207,6 +225,7 @@ pub use subscription::{
     FanoutSubscription, OutRetry, QueueSubscription, Responder, Subscription, Tune, TuneStep,
     WantsDestination,
 };
+pub use transport::{Backend, DefaultBackend, Speaks};
 pub use wire::WireLimits;
 
 /// What a routes file imports: the framework's prelude, this crate's service-facing types, and

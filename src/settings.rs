@@ -17,13 +17,6 @@ pub struct Settings {
     /// How many messages read from the socket wait for the handler before the socket stops
     /// being read, unless a subscription says.
     pub(crate) read_ahead: usize,
-    /// How many messages a socket queues for one peer, each way (libzmq's high-water marks).
-    pub(crate) peer_queue: usize,
-    /// How often a connection is checked with a PING, and how long it may stay silent after
-    /// one before it is cut (libzmq's ZMTP heartbeats); none when off.
-    pub(crate) heartbeat: Option<(Duration, Duration)>,
-    /// How long a new connection may take to finish its handshake before it is cut.
-    pub(crate) handshake_timeout: Duration,
 }
 
 /// What one subscription sets for itself; what it leaves unset comes from its broker.
@@ -50,9 +43,6 @@ impl Default for Settings {
             send_timeout: Duration::from_secs(5),
             batch_wait: Duration::from_millis(20),
             read_ahead: 256,
-            peer_queue: 1_000,
-            heartbeat: Some((Duration::from_secs(2), Duration::from_secs(10))),
-            handshake_timeout: Duration::from_secs(10),
         }
     }
 }

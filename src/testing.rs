@@ -15,10 +15,10 @@ use crate::{
     endpoint::{Bound, Dialing, Side},
     error::ZmqError,
     routing::{Destination, LocalHost, Target},
-    transport::Transport,
+    transport::{Backend, Transport},
 };
 
-impl<P: Pattern, S: Side> InProcess for ZmqBroker<P, S> {
+impl<P: Pattern, S: Side, B: Backend> InProcess for ZmqBroker<P, S, B> {
     /// The production broker over the in-process bus: the same refusals, no sockets.
     async fn connect_in_process(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
         // In process, only the loopback and wildcard forms of an address are this host's.

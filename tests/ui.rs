@@ -19,8 +19,18 @@
 //!   `.out_retry(..)`;
 //! - `publisher_before_connect`: a publisher asked of a broker that has not connected;
 //! - `connected_broker_used_after_shutdown`: the connected form used after `shutdown` consumed it.
+//!
+//! With both backends compiled, `ui-tests/backends/` holds what does not compile across them:
+//!
+//! - `libzmq_settings_on_zeromq`: a libzmq-only setting (`heartbeat`) on a `zeromq` broker;
+//! - `curve_on_zeromq`: a CURVE endpoint given to a `zeromq` broker;
+//! - `allow_clients_without_curve`: an allow-list on an endpoint without CURVE.
 
 #[test]
 fn misuses_of_the_retry_destination_do_not_compile() {
-    trybuild::TestCases::new().compile_fail("ui-tests/*.rs");
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("ui-tests/*.rs");
+    if cfg!(all(feature = "zeromq", feature = "libzmq")) {
+        cases.compile_fail("ui-tests/backends/*.rs");
+    }
 }

@@ -97,8 +97,11 @@ impl Inbound {
     /// Resolves once nobody takes what the socket reads: for a socket whose reading end went to
     /// the subscription, which reads it while it lives.
     #[cfg_attr(
-        feature = "libzmq",
-        expect(dead_code, reason = "libzmq's ROUTER is read by its task")
+        not(feature = "zeromq"),
+        expect(
+            dead_code,
+            reason = "only the zeromq backend hands a ROUTER's reading end over"
+        )
     )]
     pub(crate) async fn closed(&self) {
         match self {
@@ -135,10 +138,10 @@ pub(crate) enum Direct {
     /// a DEALER whose peer went away hands it to its task, which reconnects. The caller bounds
     /// the wait.
     #[cfg_attr(
-        feature = "libzmq",
+        not(feature = "zeromq"),
         expect(
             dead_code,
-            reason = "libzmq's sends never wait: they leave or answer back"
+            reason = "only the zeromq client's sends are futures; libzmq's leave or answer back"
         )
     )]
     Later(BoxFuture<'static, Direct>),

@@ -1,45 +1,43 @@
-//! The transport under a connection: real ZeroMQ sockets, through the pure-Rust `zeromq` client
-//! or (under the `libzmq` feature) through libzmq, or (under the `testing` feature) the
-//! in-process bus that stands in for them. Everything above this
-//! module is the same for both, so the in-process mode decides, refuses and routes exactly as
-//! the sockets do.
+//! The transport under a connection: real ZeroMQ sockets of one backend (the pure-Rust
+//! `zeromq` client, libzmq), or (under the `testing` feature) the in-process bus that stands in
+//! for them. Everything above this module is the same for all of them, so the in-process mode
+//! decides, refuses and routes exactly as the sockets do.
 //!
-//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`), `pattern` and `settings`. Only [`zeromq`] and [`libzmq`]
-//! name a client's types, and only one of them is built.
+//! A backend meets the contract in [`backend`]; a connection holds it erased
+//! ([`Transport::sockets`]), so nothing above names one.
+//!
+//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`), `pattern` and `settings`. Only
+//! the `zeromq` and `libzmq` modules name a client's types.
 
+mod backend;
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
 mod duplex;
 #[cfg(feature = "libzmq")]
-mod libzmq;
+pub(crate) mod libzmq;
 mod reading_end;
 mod writer;
-#[cfg(not(feature = "libzmq"))]
-mod zeromq;
+#[cfg(feature = "zeromq")]
+pub(crate) mod zeromq;
 
-// The socket backend, chosen at compile time; both offer the same `Reader`, `Writer` and
-// `Duplex`.
-#[cfg(feature = "libzmq")]
-use libzmq as sockets;
-#[cfg(not(feature = "libzmq"))]
-use zeromq as sockets;
-
-#[cfg(feature = "libzmq")]
-pub(crate) use duplex::Outbound;
+pub use backend::{Backend, DefaultBackend, Speaks};
+pub(crate) use backend::{
+    SocketBackend, fault, late_for_its_turn, refused_send, sealed, transport_of,
+};
 pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound, Started};
 pub(crate) use duplex::{Direct, DirectSend, socket_gone};
 pub(crate) use reading_end::ReadingEnd;
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
-use std::time::Duration;
+use std::sync::Arc;
 
+use futures::future::BoxFuture;
 #[cfg(feature = "testing")]
 use ruststream::{Bytes, HeaderMap};
 use tokio::{runtime::Handle, sync::watch, task::JoinHandle, time::Instant};
 
-use crate::{
-    error::ZmqError, monitor::ZmqMonitor, pattern::Role, settings::Settings, wire::Frames,
-};
+use self::backend::{DuplexSocket, Opening, ReadSocket, WriteSocket};
+use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
 
 /// A task a socket runs: a duplex socket's loop.
 pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -50,67 +48,177 @@ pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'st
 /// come from a runtime that stops (a handler's dedicated thread, a caller's own): every socket
 /// is made and driven on the runtime the broker connected on.
 #[derive(Clone)]
-pub(crate) struct Transport {
-    backend: Backend,
+pub struct Transport {
+    via: Via,
     runtime: Handle,
 }
 
 #[derive(Clone)]
-enum Backend {
-    /// ZeroMQ sockets, opened with these options; lost peer connections are counted on the
-    /// monitor.
-    Sockets(ZmqMonitor, SocketOptions),
+enum Via {
+    /// ZeroMQ sockets of one backend.
+    Sockets(Arc<dyn Opens>),
     /// The in-process bus of the `testing` feature.
     #[cfg(feature = "testing")]
     InProcess(bus::Peer),
 }
 
-/// What every socket is opened with, from its broker's settings.
-#[derive(Debug, Clone)]
-#[cfg_attr(
-    not(feature = "libzmq"),
-    expect(dead_code, reason = "the `zeromq` client's limits are its own")
-)]
-pub(crate) struct SocketOptions {
-    /// How many messages a socket queues for one peer, each way, before that peer counts as
-    /// not reading (libzmq's high-water marks; the `zeromq` client's queue is fixed).
-    pub(crate) peer_queue: usize,
-    /// The largest frame a peer may send; a larger one is refused before it is read (libzmq).
-    pub(crate) max_message_bytes: usize,
-    /// The heartbeat's interval and timeout, when on (libzmq).
-    pub(crate) heartbeat: Option<(Duration, Duration)>,
-    /// How long a new connection may take to finish its handshake (libzmq).
-    pub(crate) handshake_timeout: Duration,
-    /// CURVE on every socket, when the endpoint has it (libzmq).
-    #[cfg(feature = "libzmq")]
-    pub(crate) security: Option<crate::curve::Security>,
+/// Opens the sockets of one backend, its type erased: what a connection holds.
+trait Opens: Send + Sync {
+    fn bind_reader(
+        &self,
+        role: Role,
+        address: String,
+        topics: Vec<String>,
+    ) -> BoxFuture<'static, Result<(Reader, String), ZmqError>>;
+    fn dial_reader(
+        &self,
+        role: Role,
+        address: String,
+        topics: Vec<String>,
+    ) -> BoxFuture<'static, Result<Reader, ZmqError>>;
+    fn bind_writer(
+        &self,
+        role: Role,
+        address: String,
+    ) -> BoxFuture<'static, Result<(Sending, String), ZmqError>>;
+    fn dial_writer(
+        &self,
+        role: Role,
+        address: String,
+    ) -> BoxFuture<'static, Result<Sending, ZmqError>>;
+    fn duplex(
+        &self,
+        opening: (Role, String, bool),
+        inbound: Inbound,
+        shutdown: watch::Receiver<bool>,
+    ) -> BoxFuture<'static, Result<(Started, Option<String>), ZmqError>>;
 }
 
-impl SocketOptions {
-    /// The options a broker with `settings` opens its sockets with.
-    pub(crate) fn from_settings(settings: &Settings) -> Self {
-        Self {
-            peer_queue: settings.peer_queue,
-            max_message_bytes: settings.limits.message_bytes(),
-            heartbeat: settings.heartbeat,
-            handshake_timeout: settings.handshake_timeout,
-            #[cfg(feature = "libzmq")]
-            security: None,
+/// Backend `B`'s sockets, opened with these options; lost peer connections are counted on the
+/// monitor.
+struct Sockets<B: SocketBackend> {
+    monitor: ZmqMonitor,
+    options: B::Options,
+}
+
+impl<B: SocketBackend> Sockets<B> {
+    fn opening(&self, role: Role, address: String) -> Opening<B::Options> {
+        Opening {
+            role,
+            address,
+            monitor: self.monitor.clone(),
+            options: self.options.clone(),
         }
     }
+}
 
-    /// These options with CURVE as the endpoint says.
-    #[cfg(feature = "libzmq")]
-    pub(crate) fn secured(self, security: Option<crate::curve::Security>) -> Self {
-        Self { security, ..self }
+impl<B: SocketBackend> Opens for Sockets<B> {
+    fn bind_reader(
+        &self,
+        role: Role,
+        address: String,
+        topics: Vec<String>,
+    ) -> BoxFuture<'static, Result<(Reader, String), ZmqError>> {
+        let at = self.opening(role, address);
+        Box::pin(async move {
+            let (reader, bound) = B::Reader::bind(at, topics).await?;
+            Ok((Reader::Sockets(Box::new(reader)), bound))
+        })
+    }
+
+    fn dial_reader(
+        &self,
+        role: Role,
+        address: String,
+        topics: Vec<String>,
+    ) -> BoxFuture<'static, Result<Reader, ZmqError>> {
+        let at = self.opening(role, address);
+        Box::pin(async move {
+            let reader = B::Reader::dial(at, topics).await?;
+            Ok(Reader::Sockets(Box::new(reader)))
+        })
+    }
+
+    fn bind_writer(
+        &self,
+        role: Role,
+        address: String,
+    ) -> BoxFuture<'static, Result<(Sending, String), ZmqError>> {
+        let at = self.opening(role, address);
+        Box::pin(async move {
+            let (writer, bound) = B::Writer::bind(at).await?;
+            Ok((Sending::Sockets(Box::new(writer)), bound))
+        })
+    }
+
+    fn dial_writer(
+        &self,
+        role: Role,
+        address: String,
+    ) -> BoxFuture<'static, Result<Sending, ZmqError>> {
+        let at = self.opening(role, address);
+        Box::pin(async move {
+            let writer = B::Writer::dial(at).await?;
+            Ok(Sending::Sockets(Box::new(writer)))
+        })
+    }
+
+    fn duplex(
+        &self,
+        (role, address, binds): (Role, String, bool),
+        inbound: Inbound,
+        shutdown: watch::Receiver<bool>,
+    ) -> BoxFuture<'static, Result<(Started, Option<String>), ZmqError>> {
+        let at = self.opening(role, address);
+        Box::pin(async move {
+            let (duplex, bound) = if binds {
+                let (duplex, bound) = B::Duplex::bind(at).await?;
+                (duplex, Some(bound))
+            } else {
+                (B::Duplex::dial(at).await?, None)
+            };
+            Ok((duplex.run(inbound, shutdown), bound))
+        })
     }
 }
 
 /// A receiving socket.
 pub(crate) enum Reader {
-    Sockets(sockets::Reader),
+    Sockets(Box<dyn Reads>),
     #[cfg(feature = "testing")]
     InProcess(bus::BusReader),
+}
+
+/// A backend's reading socket, its type erased.
+pub(crate) trait Reads: Send {
+    fn recv(&mut self) -> BoxFuture<'_, Frames>;
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+    fn hand_over(
+        self: Box<Self>,
+        subscriber: tokio::sync::mpsc::Sender<Received>,
+        shutdown: watch::Receiver<bool>,
+    ) -> HandOver<Box<dyn Reads>>;
+}
+
+impl<R: ReadSocket> Reads for R {
+    fn recv(&mut self) -> BoxFuture<'_, Frames> {
+        Box::pin(ReadSocket::recv(self))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(ReadSocket::close(*self))
+    }
+
+    fn hand_over(
+        self: Box<Self>,
+        subscriber: tokio::sync::mpsc::Sender<Received>,
+        shutdown: watch::Receiver<bool>,
+    ) -> HandOver<Box<dyn Reads>> {
+        match ReadSocket::hand_over(*self, subscriber, shutdown) {
+            HandOver::Handed(reading, task) => HandOver::Handed(reading, task),
+            HandOver::Kept(reader) => HandOver::Kept(Box::new(reader)),
+        }
+    }
 }
 
 /// How handing a reader over to its subscription went.
@@ -118,8 +226,8 @@ pub(crate) enum HandOver<R> {
     /// The subscription reads the socket through this end; the task keeps its peers and closes
     /// it.
     #[cfg_attr(
-        feature = "libzmq",
-        expect(dead_code, reason = "libzmq's sockets are read by their tasks")
+        not(feature = "zeromq"),
+        expect(dead_code, reason = "only the zeromq backend hands a reader over")
     )]
     Handed(ReadingEnd, BoxTask),
     /// The backend keeps the socket to a reader task.
@@ -128,9 +236,40 @@ pub(crate) enum HandOver<R> {
 
 /// A sending socket, owned by its [`Writer`]'s task.
 pub(crate) enum Sending {
-    Sockets(sockets::Writer),
+    Sockets(Box<dyn Writes>),
     #[cfg(feature = "testing")]
     InProcess(bus::BusWriter),
+}
+
+/// A backend's sending socket, its type erased.
+pub(crate) trait Writes: Send {
+    fn send(&mut self, frames: Frames, deadline: Instant) -> BoxFuture<'_, Result<(), ZmqError>>;
+    fn reach(&mut self) -> BoxFuture<'_, ()>;
+    fn looks(&self) -> bool;
+    fn look(&mut self) -> BoxFuture<'_, ()>;
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
+
+impl<W: WriteSocket> Writes for W {
+    fn send(&mut self, frames: Frames, deadline: Instant) -> BoxFuture<'_, Result<(), ZmqError>> {
+        Box::pin(WriteSocket::send(self, frames, deadline))
+    }
+
+    fn reach(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(WriteSocket::reach(self))
+    }
+
+    fn looks(&self) -> bool {
+        W::LOOKS
+    }
+
+    fn look(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(WriteSocket::look(self))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(WriteSocket::close(*self))
+    }
 }
 
 /// One message as a socket read it, and what goes with it.
@@ -149,10 +288,10 @@ pub(crate) struct Release {
 }
 
 impl Transport {
-    /// Real sockets, made on the current runtime.
-    pub(crate) fn sockets(monitor: ZmqMonitor, options: SocketOptions) -> Self {
+    /// Sockets of backend `B`, opened with `options`, made on the current runtime.
+    pub(crate) fn sockets<B: SocketBackend>(monitor: ZmqMonitor, options: B::Options) -> Self {
         Self {
-            backend: Backend::Sockets(monitor, options),
+            via: Via::Sockets(Arc::new(Sockets::<B> { monitor, options })),
             runtime: Handle::current(),
         }
     }
@@ -161,7 +300,7 @@ impl Transport {
     #[cfg(feature = "testing")]
     pub(crate) fn in_process() -> Self {
         Self {
-            backend: Backend::InProcess(bus::Peer::new()),
+            via: Via::InProcess(bus::Peer::new()),
             runtime: Handle::current(),
         }
     }
@@ -169,9 +308,9 @@ impl Transport {
     /// The bus peer, when this transport runs in process.
     #[cfg(feature = "testing")]
     pub(crate) fn peer(&self) -> Option<&bus::Peer> {
-        match &self.backend {
-            Backend::InProcess(peer) => Some(peer),
-            Backend::Sockets(..) => None,
+        match &self.via {
+            Via::InProcess(peer) => Some(peer),
+            Via::Sockets(_) => None,
         }
     }
 
@@ -202,21 +341,16 @@ impl Transport {
         address: &str,
         topics: Vec<String>,
     ) -> Result<(Reader, String), ZmqError> {
-        let (backend, address) = (self.backend.clone(), address.to_owned());
-        self.run(async move {
-            match backend {
-                Backend::Sockets(monitor, options) => {
-                    sockets::Reader::bind(role, &address, topics, monitor, options)
-                        .await
-                        .map(|(reader, at)| (Reader::Sockets(reader), at))
-                }
-                #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => peer
-                    .bind_reader(role, &address, topics)
-                    .map(|(reader, at)| (Reader::InProcess(reader), at)),
+        match &self.via {
+            Via::Sockets(sockets) => {
+                self.run(sockets.bind_reader(role, address.to_owned(), topics))
+                    .await
             }
-        })
-        .await
+            #[cfg(feature = "testing")]
+            Via::InProcess(peer) => peer
+                .bind_reader(role, address, topics)
+                .map(|(reader, at)| (Reader::InProcess(reader), at)),
+        }
     }
 
     /// A reader dialing `address`; it connects on its first read, and again whenever the peer
@@ -227,19 +361,14 @@ impl Transport {
         address: &str,
         topics: Vec<String>,
     ) -> Result<Reader, ZmqError> {
-        let (backend, address) = (self.backend.clone(), address.to_owned());
-        self.run(async move {
-            Ok(match backend {
-                Backend::Sockets(monitor, options) => Reader::Sockets(
-                    sockets::Reader::dial(role, &address, topics, monitor, options).await?,
-                ),
-                #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => {
-                    Reader::InProcess(peer.dial_reader(role, &address, topics))
-                }
-            })
-        })
-        .await
+        match &self.via {
+            Via::Sockets(sockets) => {
+                self.run(sockets.dial_reader(role, address.to_owned(), topics))
+                    .await
+            }
+            #[cfg(feature = "testing")]
+            Via::InProcess(peer) => Ok(Reader::InProcess(peer.dial_reader(role, address, topics))),
+        }
     }
 
     /// Binds a writer for peers that dial in; answers it, its task, and the address it listens
@@ -249,23 +378,18 @@ impl Transport {
         role: Role,
         address: &str,
     ) -> Result<(Writer, WriterTask, String), ZmqError> {
-        let (backend, address) = (self.backend.clone(), address.to_owned());
-        self.run(async move {
-            let (socket, resolved) = match backend {
-                Backend::Sockets(monitor, options) => {
-                    sockets::Writer::bind(role, &address, monitor, options)
-                        .await
-                        .map(|(writer, at)| (Sending::Sockets(writer), at))
-                }
-                #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => peer
-                    .bind_writer(role, &address)
-                    .map(|(writer, at)| (Sending::InProcess(writer), at)),
-            }?;
-            let (writer, task) = Writer::start(socket, resolved.clone());
-            Ok((writer, task, resolved))
-        })
-        .await
+        let (socket, resolved) = match &self.via {
+            Via::Sockets(sockets) => {
+                self.run(sockets.bind_writer(role, address.to_owned()))
+                    .await
+            }
+            #[cfg(feature = "testing")]
+            Via::InProcess(peer) => peer
+                .bind_writer(role, address)
+                .map(|(writer, at)| (Sending::InProcess(writer), at)),
+        }?;
+        let (writer, task) = self.start_writer(socket, resolved.clone()).await?;
+        Ok((writer, task, resolved))
     }
 
     /// A writer dialing `address`, and its task; it connects on its first send.
@@ -274,18 +398,25 @@ impl Transport {
         role: Role,
         address: &str,
     ) -> Result<(Writer, WriterTask), ZmqError> {
-        let (backend, address) = (self.backend.clone(), address.to_owned());
-        self.run(async move {
-            let socket = match backend {
-                Backend::Sockets(monitor, options) => {
-                    Sending::Sockets(sockets::Writer::dial(role, &address, monitor, options).await?)
-                }
-                #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => Sending::InProcess(peer.dial_writer(role, &address)),
-            };
-            Ok(Writer::start(socket, address))
-        })
-        .await
+        let socket = match &self.via {
+            Via::Sockets(sockets) => {
+                self.run(sockets.dial_writer(role, address.to_owned()))
+                    .await?
+            }
+            #[cfg(feature = "testing")]
+            Via::InProcess(peer) => Sending::InProcess(peer.dial_writer(role, address)),
+        };
+        self.start_writer(socket, address.to_owned()).await
+    }
+
+    /// Starts a writer's task over `socket`, on the sockets' runtime.
+    async fn start_writer(
+        &self,
+        socket: Sending,
+        endpoint: String,
+    ) -> Result<(Writer, WriterTask), ZmqError> {
+        self.run(async move { Ok(Writer::start(socket, endpoint)) })
+            .await
     }
 
     /// Opens a duplex socket (ROUTER, DEALER), bound or dialing: answers the handle that sends
@@ -300,31 +431,20 @@ impl Transport {
         inbound: Inbound,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Started, Option<String>), ZmqError> {
-        let (backend, address) = (self.backend.clone(), address.to_owned());
-        self.run(async move {
-            match backend {
-                Backend::Sockets(monitor, options) => {
-                    let (duplex, bound) = if binds {
-                        let (duplex, at) =
-                            sockets::Duplex::bind(role, &address, monitor, options).await?;
-                        (duplex, Some(at))
-                    } else {
-                        let duplex = sockets::Duplex::dial(role, &address, monitor, options);
-                        (duplex.await?, None)
-                    };
-                    Ok((duplex.run(inbound, shutdown), bound))
-                }
-                #[cfg(feature = "testing")]
-                Backend::InProcess(peer) => peer.duplex(role, &address, binds, inbound, shutdown),
+        match &self.via {
+            Via::Sockets(sockets) => {
+                let opening = (role, address.to_owned(), binds);
+                self.run(sockets.duplex(opening, inbound, shutdown)).await
             }
-        })
-        .await
+            #[cfg(feature = "testing")]
+            Via::InProcess(peer) => peer.duplex(role, address, binds, inbound, shutdown),
+        }
     }
 
     /// Notes a message the broker published, for the test harness's publish log.
     #[cfg(feature = "testing")]
     pub(crate) fn published(&self, destination: &str, headers: &HeaderMap, payload: &Bytes) {
-        if let Backend::InProcess(peer) = &self.backend {
+        if let Via::InProcess(peer) = &self.via {
             peer.record(destination, headers, payload.clone());
         }
     }
@@ -352,16 +472,12 @@ impl Reader {
         shutdown: watch::Receiver<bool>,
     ) -> HandOver<Self> {
         match self {
-            #[cfg(not(feature = "libzmq"))]
             Self::Sockets(reader) => match reader.hand_over(subscriber, shutdown) {
                 HandOver::Handed(reading, task) => HandOver::Handed(reading, task),
                 HandOver::Kept(reader) => HandOver::Kept(Self::Sockets(reader)),
             },
-            #[cfg(any(feature = "libzmq", feature = "testing"))]
-            other => {
-                let _ = (subscriber, shutdown);
-                HandOver::Kept(other)
-            }
+            #[cfg(feature = "testing")]
+            in_process @ Self::InProcess(_) => HandOver::Kept(in_process),
         }
     }
 
@@ -394,9 +510,13 @@ impl Sending {
         }
     }
 
-    /// Whether the socket has a monitor to look at (the bus has none).
-    fn has_monitor(&self) -> bool {
-        matches!(self, Self::Sockets(_))
+    /// Whether the socket learns of lost peers only when asked ([`look`](Self::look)).
+    fn looks(&self) -> bool {
+        match self {
+            Self::Sockets(writer) => writer.looks(),
+            #[cfg(feature = "testing")]
+            Self::InProcess(_) => false,
+        }
     }
 
     /// Takes in what the socket's monitor reported since the last look.

@@ -27,8 +27,8 @@ pub(crate) struct ReadingEnd(Mutex<BoxStream<'static, Received>>);
 
 impl ReadingEnd {
     #[cfg_attr(
-        feature = "libzmq",
-        expect(dead_code, reason = "libzmq's sockets are read by their tasks")
+        not(feature = "zeromq"),
+        expect(dead_code, reason = "only the zeromq backend hands reading ends over")
     )]
     pub(crate) fn new(messages: BoxStream<'static, Received>) -> Self {
         Self(Mutex::new(messages))

@@ -26,7 +26,7 @@ use tokio::{
     time::{Instant, timeout, timeout_at},
 };
 
-use super::Sending;
+use super::{Sending, late_for_its_turn};
 use crate::{error::ZmqError, wire::Frames};
 
 /// How many sends wait for a writer's task.
@@ -331,11 +331,7 @@ async fn run(
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let looks = socket
-        .lock()
-        .await
-        .as_ref()
-        .is_some_and(Sending::has_monitor);
+    let looks = socket.lock().await.as_ref().is_some_and(Sending::looks);
     loop {
         if shared.failing.load(Ordering::Acquire) {
             let mut held = Arc::clone(&socket).lock_owned().await;
@@ -370,7 +366,7 @@ async fn run(
         let mut job = job;
         for turn in 1..=QUEUE {
             let sent = if Instant::now() >= job.deadline {
-                Err(shared.not_sent("its deadline passed before its turn came".to_owned()))
+                Err(late_for_its_turn(&shared.endpoint))
             } else {
                 send_on(&mut held, job.frames, job.deadline, &shared).await
             };

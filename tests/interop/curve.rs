@@ -9,7 +9,7 @@ use std::{
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher, Subscribe};
 use ruststream_zmq::prelude::*;
-use ruststream_zmq::{CurveKeyPair, CurvePublicKey};
+use ruststream_zmq::{Curve, CurveKeyPair, CurvePublicKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
@@ -324,7 +324,7 @@ async fn answer(ask: &Ask) -> Ask {
 
 /// A service whose bound responder `asks` on `endpoint` answers with [`answer`].
 async fn curve_responder(
-    endpoint: ZmqEndpoint<Bound>,
+    endpoint: ZmqEndpoint<Bound, Curve>,
 ) -> (ruststream::runtime::RunningApp, ZmqMonitor) {
     let broker = ZmqRpc::new(endpoint);
     let monitor = broker.monitor();

@@ -8,7 +8,7 @@ use std::{convert::Infallible, time::Duration};
 
 use ruststream::{Broker, ConnectedBroker};
 // The frame-length pin's service reads its subscription directly.
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 use ruststream::Subscribe;
 use ruststream_zmq::prelude::*;
 use serde::Deserialize;
@@ -19,7 +19,7 @@ use tokio::{
 };
 
 use crate::support::{ChildTest, Deadline, Memory, PyPeer, STEP, is_child, latin1, logs};
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 use crate::support::{Tap, json_of};
 
 #[derive(Debug, Deserialize)]
@@ -102,7 +102,7 @@ fn bad_messages() -> Vec<(&'static str, Vec<Value>)> {
 /// `libzmq_faults`), so there every frame is under the limit and only the whole is over.
 fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
     let name = || frame(b"jobs");
-    if cfg!(feature = "libzmq") {
+    if cfg!(not(feature = "zeromq")) {
         vec![
             (
                 "max-message-bytes",
@@ -333,17 +333,17 @@ pub(crate) fn short_frame(bytes: &[u8], more: bool) -> Vec<u8> {
     frame
 }
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 /// The test below, by the name libtest gives it.
 const FRAME_LENGTH_ATTACK: &str = "hostile::a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the_client_caps_frame_lengths";
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 /// What the service under attack prints in front of its address, and of each job it handled.
 const SERVING: &str = "frame-length attack: serving ";
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 const HANDLED: &str = "frame-length attack: handled ";
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 /// What the failure says when today's behaviour is gone.
 const CHANGED: &str = "the `zeromq` client no longer aborts on a frame header announcing 1 TiB: it \
                        now caps frame lengths (or reads them another way). Update the README's \
@@ -356,7 +356,7 @@ const CHANGED: &str = "the `zeromq` client no longer aborts on a frame header an
 /// a real handshake, aborts the whole service process (`memory allocation of ... bytes failed`)
 /// before `WireLimits` can act. The service runs in a child process (this test again, marked);
 /// this process is the hostile peer, speaking ZMTP by hand.
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the_client_caps_frame_lengths()
  {
@@ -404,11 +404,11 @@ async fn a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the
     );
 }
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 /// SIGABRT's number on Linux, the signal `std::process::abort` raises.
 const SIGABRT: i32 = 6;
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 /// The child's half: a bound queue that prints each job it handles. It never ends well: either
 /// the attack takes the process down, or it fails once the parent's time for it has passed.
 async fn serve_a_bound_queue_until_taken_down() {

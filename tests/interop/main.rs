@@ -6,15 +6,15 @@
 
 mod support;
 
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 mod curve;
 mod fanout;
 // What the `zeromq` client does with heartbeating peers; libzmq's counterparts are in
 // `libzmq_faults`.
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 mod heartbeat;
 mod hostile;
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 mod libzmq_faults;
 mod queue;
 mod restarts;

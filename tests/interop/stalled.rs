@@ -10,7 +10,7 @@ use ruststream_zmq::{ZmqEndpoint, ZmqPublisher, ZmqQueue};
 use serde_json::json;
 use tokio::time::Instant;
 
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 use crate::support::STEP;
 use crate::support::{Deadline, PyPeer};
 
@@ -201,7 +201,7 @@ async fn a_worker_stopped_with_sigstop_leaves_its_neighbour_fed_and_gets_each_of
 /// worker that holds one message, and jobs large enough that the kernel's socket buffers hold
 /// few of them, the stopped worker's share stops well short of half and every later job goes to
 /// the healthy one.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_stopped_with_sigstop_is_passed_over_once_its_queue_is_full_and_its_neighbour_gets_the_rest()
  {

@@ -110,7 +110,7 @@ impl PyPeer {
     }
 
     #[cfg_attr(
-        feature = "libzmq",
+        not(feature = "zeromq"),
         allow(dead_code, reason = "the heartbeat pins use it")
     )]
     pub async fn start_spec(spec: Value) -> Self {
@@ -472,7 +472,7 @@ impl ChildTest {
     /// What follows `mark` on the next line of the child's stdout that has it, or `None` when the
     /// child's stdout ends or `within` passes first. Lines before it are kept for [`Self::end`].
     #[cfg_attr(
-        feature = "libzmq",
+        not(feature = "zeromq"),
         allow(dead_code, reason = "the frame-length pin uses it")
     )]
     pub async fn after(&mut self, mark: &str, within: Duration) -> Option<String> {
@@ -543,7 +543,7 @@ pub fn logs() {
 /// handled their signal; a thread that ends first is not among them, nor one that has the
 /// signal masked at its turn (even for a moment: a thread not yet started, one spawning a
 /// process), and a signal a living thread never takes fails the test.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 pub async fn interrupt_every_thread() -> Vec<String> {
     use std::path::Path;
     use tokio::signal::unix::{SignalKind, signal};
@@ -674,7 +674,7 @@ pub fn log_lines(parts: &[&str]) -> Vec<String> {
 
 /// Waits until a captured log line contains each of `parts`; answers every such line.
 #[cfg_attr(
-    not(feature = "libzmq"),
+    feature = "zeromq",
     allow(dead_code, reason = "only the CURVE tests wait on a line")
 )]
 pub async fn logged(parts: &[&str]) -> Vec<String> {
@@ -703,7 +703,7 @@ pub async fn alone(test: &'static str) {
 
 /// [`alone`] for a child that measures itself: prints its line holding `figures`, and requires
 /// that it printed one.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 pub async fn alone_with_figures(test: &'static str, figures: &str) {
     let end = ChildTest::spawn(test).end(STEP * 6).await;
     if let Some(line) = end.stdout.lines().find(|line| line.contains(figures)) {
@@ -721,7 +721,7 @@ pub async fn alone_with_figures(test: &'static str, figures: &str) {
 /// Signals every thread until one named `thread` has handled it: a thread with every signal
 /// masked at its turn (one being created, or spawning a process) is passed over, so a round can
 /// miss it. Answers the names the last round reached.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 pub async fn interrupt_until_handled_by(thread: &str) -> Vec<String> {
     let deadline = Deadline::after(STEP * 3, format!("a signal handled by a {thread} thread"));
     let mut rounds = 1;

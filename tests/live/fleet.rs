@@ -26,14 +26,14 @@ use serde_json::Value;
 const SCALE_JOBS: u64 = 400;
 const FAULT_JOBS: u64 = 4_000;
 /// The fault run's rate, jobs a second.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 const RATE: u64 = 200;
 /// The live workers when the link is cut (one was killed before): each gets a third of it.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 const LIVE_AT_THE_CUT: u64 = 3;
 /// The fleet's heartbeat on libzmq (`examples/fleet.rs`): every 500 ms, cut after 2 s of
 /// silence. The monitor is read every 20 ms; one more second covers a loaded machine.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
 
 /// The short fleet was run `MEASURED_RUNS` times in a row on each backend, with a `yes` load on
@@ -44,9 +44,9 @@ const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
 /// share of the stream until the heartbeat noticed, steady from run to run, and may be a
 /// quarter more.
 const MEASURED_RUNS: u64 = 20;
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 const WORST_SEEN: &[(&str, u64, u64)] = &[("killed worker", 8, 300), ("sink restart", 6, 300)];
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 const WORST_SEEN: &[(&str, u64, u64)] = &[
     ("killed worker", 117, 300),
     ("sink restart", 9, 300),
@@ -124,6 +124,10 @@ fn fleet_binary() -> PathBuf {
     if cfg!(feature = "metrics") {
         features.push("metrics");
     }
+    // The example is built with exactly the test's features, the backends among them.
+    if cfg!(feature = "zeromq") {
+        features.push("zeromq");
+    }
     if cfg!(feature = "libzmq") {
         features.push("libzmq");
     }
@@ -134,6 +138,7 @@ fn fleet_binary() -> PathBuf {
             "--quiet",
             "--example",
             "fleet",
+            "--no-default-features",
             "--profile",
             profile,
         ])
@@ -196,7 +201,7 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         &std::fs::read(&summary_path).expect("the script wrote its summary"),
     )
     .expect("the summary is JSON");
-    let backend = if cfg!(feature = "libzmq") {
+    let backend = if cfg!(not(feature = "zeromq")) {
         "libzmq"
     } else {
         "zeromq"
@@ -282,12 +287,12 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
             "a job lost to \"{cause}\" was not {whose}'s: {job}"
         );
     }
-    #[cfg(not(feature = "libzmq"))]
+    #[cfg(feature = "zeromq")]
     assert!(
         faults["cut_noticed_by_ventilator_ms"].is_null(),
         "without heartbeats the cut goes unnoticed while it lasts: {faults:#}"
     );
-    #[cfg(feature = "libzmq")]
+    #[cfg(not(feature = "zeromq"))]
     {
         // Heartbeats: the ventilator and the sink cut the silent worker's connection within
         // the timeout, and it connects again once its link is back.

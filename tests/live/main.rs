@@ -3,6 +3,8 @@
 mod support;
 
 mod batches;
+#[cfg(all(feature = "zeromq", feature = "libzmq"))]
+mod both_backends;
 mod context;
 mod dropped_broker;
 mod fanout;

@@ -1,7 +1,7 @@
 //! The one-way wire contract on a queue, fed by a raw ZeroMQ peer: the three accepted forms, and
 //! every refusal with its warning and counter, the next good message still delivered.
 
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 use std::time::Duration;
 use std::{convert::Infallible, time::Instant};
 
@@ -185,7 +185,7 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
 
 /// On the `zeromq` client a frame over the limit is read, then refused like any other message:
 /// one warning, one count, and the same peer's next message arrives.
-#[cfg(not(feature = "libzmq"))]
+#[cfg(feature = "zeromq")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lone_frame_over_the_message_limit_is_refused_warned_and_counted() {
     capture_logs();
@@ -203,7 +203,7 @@ async fn a_lone_frame_over_the_message_limit_is_refused_warned_and_counted() {
 
 /// On libzmq a frame over the limit is refused before it is read (`ZMQ_MAXMSGSIZE`): the
 /// connection that sent it is cut and counted as a peer lost, and the service reads on.
-#[cfg(feature = "libzmq")]
+#[cfg(not(feature = "zeromq"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lone_frame_over_the_message_limit_is_refused_before_it_is_read_and_its_peer_cut() {
     let limits = WireLimits::default().max_message_bytes(4096);

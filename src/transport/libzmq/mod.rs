@@ -16,33 +16,107 @@
 //! `wire`.
 
 mod driven;
+mod duplex;
 mod security;
 mod watcher;
 pub(super) mod zap;
 
 use std::{
-    sync::{Arc, LazyLock, Mutex, PoisonError},
+    sync::{Arc, LazyLock},
     time::Duration,
 };
 
-use ruststream::Bytes;
-use tokio::{
-    sync::watch,
-    time::{Instant, sleep_until},
-};
+use tokio::time::{Instant, sleep_until};
 
+pub(crate) use self::duplex::LibzmqDuplex;
 use self::{
-    driven::{Driven, Sending},
+    driven::Driven,
     security::{curve_available, secure},
     watcher::Watched,
 };
 use super::{
-    Closed, Direct, DirectSend, DuplexSender, Inbound, Outbound, Received, Release, SocketOptions,
-    Started, socket_gone, stopped,
+    Backend, SocketBackend, Transport,
+    backend::{Opening, ReadSocket, WriteSocket},
+    fault, refused_send, sealed, transport_of,
 };
 use crate::{
-    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames,
+    curve::Security, endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role,
+    settings::Settings, wire::Frames,
 };
+
+/// libzmq, the C library every pyzmq and C++ peer runs (feature `libzmq`): ZMTP heartbeats,
+/// per-peer queues ([`peer_queue`](crate::ZmqBroker::peer_queue)), a handshake timeout,
+/// frames over the size limit refused before they are allocated, and CURVE.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Libzmq;
+
+impl sealed::Sealed for Libzmq {}
+
+impl Backend for Libzmq {
+    type Config = Config;
+
+    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Config) -> Transport {
+        transport_of::<Self>(monitor, settings, config)
+    }
+}
+
+impl SocketBackend for Libzmq {
+    type Options = Options;
+    type Reader = LibzmqReader;
+    type Writer = LibzmqWriter;
+    type Duplex = LibzmqDuplex;
+
+    fn options(settings: &Settings, config: Config) -> Options {
+        Options {
+            peer_queue: config.peer_queue,
+            max_message_bytes: settings.limits.message_bytes(),
+            heartbeat: config.heartbeat,
+            handshake_timeout: config.handshake_timeout,
+            security: config.security,
+        }
+    }
+}
+
+/// What only a broker on libzmq sets ([`ZmqBroker`](crate::ZmqBroker)'s libzmq settings).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How many messages a socket queues for one peer, each way.
+    pub(crate) peer_queue: usize,
+    /// How often a connection is checked with a PING, and how long it may stay silent after
+    /// one before it is cut; none when off.
+    pub(crate) heartbeat: Option<(Duration, Duration)>,
+    /// How long a new connection may take to finish its handshake before it is cut.
+    pub(crate) handshake_timeout: Duration,
+    /// CURVE on every socket, when the endpoint has it.
+    pub(crate) security: Option<Security>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            peer_queue: 1_000,
+            heartbeat: Some((Duration::from_secs(2), Duration::from_secs(10))),
+            handshake_timeout: Duration::from_secs(10),
+            security: None,
+        }
+    }
+}
+
+/// What every libzmq socket is opened with, from its broker's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    /// How many messages a socket queues for one peer, each way, before that peer counts as
+    /// not reading (the high-water marks).
+    peer_queue: usize,
+    /// The largest frame a peer may send; a larger one is refused before it is read.
+    max_message_bytes: usize,
+    /// The heartbeat's interval and timeout, when on.
+    heartbeat: Option<(Duration, Duration)>,
+    /// How long a new connection may take to finish its handshake.
+    handshake_timeout: Duration,
+    /// CURVE on every socket, when the endpoint has it.
+    security: Option<Security>,
+}
 
 /// One libzmq context for the process: its I/O thread serves every socket.
 pub(super) static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
@@ -69,10 +143,6 @@ fn resumed<T>(mut call: impl FnMut() -> Result<T, zmq::Error>) -> Result<T, zmq:
             ended => return ended,
         }
     }
-}
-
-fn fault(err: zmq::Error) -> crate::error::SocketFault {
-    Box::new(err)
 }
 
 fn kind(role: Role) -> zmq::SocketType {
@@ -121,7 +191,7 @@ impl Socket {
         address: &str,
         binds: bool,
         topics: &[String],
-        options: &SocketOptions,
+        options: &Options,
     ) -> Result<Opened, zmq::Error> {
         let socket = CONTEXT.socket(kind(role))?;
         let queue = i32::try_from(options.peer_queue).unwrap_or(i32::MAX);
@@ -171,7 +241,7 @@ impl Socket {
         address: String,
         binds: bool,
         monitor: ZmqMonitor,
-        options: &SocketOptions,
+        options: &Options,
     ) -> Result<Self, zmq::Error> {
         Ok(Self {
             peers: Watched::start(opened.events, role, &address, binds, monitor.clone())?,
@@ -185,13 +255,13 @@ impl Socket {
         })
     }
 
-    fn bind(
-        role: Role,
-        address: &str,
-        topics: &[String],
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<(Self, String), ZmqError> {
+    fn bind(at: Opening<Options>, topics: &[String]) -> Result<(Self, String), ZmqError> {
+        let Opening {
+            role,
+            ref address,
+            monitor,
+            options,
+        } = at;
         let failed = |err| ZmqError::Bind {
             endpoint: address.to_owned(),
             source: fault(err),
@@ -210,13 +280,13 @@ impl Socket {
         Ok((socket.map_err(failed)?, resolved))
     }
 
-    fn dial(
-        role: Role,
-        address: &str,
-        topics: &[String],
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<Self, ZmqError> {
+    fn dial(at: Opening<Options>, topics: &[String]) -> Result<Self, ZmqError> {
+        let Opening {
+            role,
+            ref address,
+            monitor,
+            options,
+        } = at;
         let failed = |err| ZmqError::Connect {
             endpoint: address.to_owned(),
             source: fault(err),
@@ -341,383 +411,63 @@ impl Socket {
 }
 
 /// A socket that receives: bound, or dialing and reconnecting whenever its peer goes away.
-pub(crate) struct Reader(Socket);
+pub(crate) struct LibzmqReader(Socket);
 
-impl Reader {
-    /// Binds `address`; answers the reader and the address it really listens on (port 0
-    /// resolved). A SUB subscribes to `topics`.
-    pub(crate) async fn bind(
-        role: Role,
-        address: &str,
-        topics: Vec<String>,
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<(Self, String), ZmqError> {
-        let (socket, resolved) = Socket::bind(role, address, &topics, monitor, options)?;
+impl ReadSocket for LibzmqReader {
+    type Options = Options;
+
+    async fn bind(at: Opening<Options>, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
+        let (socket, resolved) = Socket::bind(at, &topics)?;
         Ok((Self(socket), resolved))
     }
 
-    /// A reader that dials `address`, in the background and again whenever the peer goes away.
-    pub(crate) async fn dial(
-        role: Role,
-        address: &str,
-        topics: Vec<String>,
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<Self, ZmqError> {
-        Socket::dial(role, address, &topics, monitor, options).map(Self)
+    /// It dials in the background, and again whenever the peer goes away.
+    async fn dial(at: Opening<Options>, topics: Vec<String>) -> Result<Self, ZmqError> {
+        Socket::dial(at, &topics).map(Self)
     }
 
-    /// The next message.
-    pub(crate) async fn recv(&mut self) -> Frames {
+    async fn recv(&mut self) -> Frames {
         self.0.recv().await
     }
 
-    /// Closes the socket and all its connections.
-    pub(crate) async fn close(self) {
+    async fn close(self) {
         self.0.close().await;
     }
 }
 
 /// A socket that sends: bound, or dialing and reconnecting whenever its peer goes away.
-pub(crate) struct Writer(Socket);
+pub(crate) struct LibzmqWriter(Socket);
 
-impl Writer {
-    /// Binds `address`; answers the writer and the address it really listens on.
-    pub(crate) async fn bind(
-        role: Role,
-        address: &str,
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<(Self, String), ZmqError> {
-        let (socket, resolved) = Socket::bind(role, address, &[], monitor, options)?;
+impl WriteSocket for LibzmqWriter {
+    // Its watcher keeps the socket's peers up to date: nothing to ask.
+    type Options = Options;
+
+    async fn bind(at: Opening<Options>) -> Result<(Self, String), ZmqError> {
+        let (socket, resolved) = Socket::bind(at, &[])?;
         Ok((Self(socket), resolved))
     }
 
-    /// A writer that dials `address`, in the background.
-    pub(crate) async fn dial(
-        role: Role,
-        address: &str,
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<Self, ZmqError> {
-        Socket::dial(role, address, &[], monitor, options).map(Self)
+    async fn dial(at: Opening<Options>) -> Result<Self, ZmqError> {
+        Socket::dial(at, &[]).map(Self)
     }
 
-    /// Sends one message, waiting until `deadline` for a peer with room; then fails, naming
-    /// the endpoint and whether no peer was there or the peer was not reading.
-    pub(crate) async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+    async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         self.0.send(&frames, deadline).await
     }
 
-    /// Waits until the socket has a peer again.
-    pub(crate) async fn reach(&mut self) {
+    async fn reach(&mut self) {
         self.0.reach().await;
     }
 
-    /// Takes in what the socket's monitor reported since the last look: nothing to do, its
-    /// watcher keeps it up to date.
-    #[expect(clippy::unused_async, reason = "the same call as on the other backend")]
-    pub(crate) async fn look(&mut self) {}
-
-    /// Closes the socket; libzmq keeps delivering what it took for a short while.
-    pub(crate) async fn close(self) {
+    /// libzmq keeps delivering what it took for a short while.
+    async fn close(self) {
         self.0.close().await;
-    }
-}
-
-/// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
-/// reply can leave while requests wait to be handled.
-pub(crate) struct Duplex(Socket);
-
-impl Duplex {
-    /// Binds `address`; answers the socket and the address it really listens on.
-    pub(crate) async fn bind(
-        role: Role,
-        address: &str,
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<(Self, String), ZmqError> {
-        let (socket, resolved) = Socket::bind(role, address, &[], monitor, options)?;
-        Ok((Self(socket), resolved))
-    }
-
-    /// A socket that dials `address`, in the background.
-    pub(crate) async fn dial(
-        role: Role,
-        address: &str,
-        monitor: ZmqMonitor,
-        options: SocketOptions,
-    ) -> Result<Self, ZmqError> {
-        Socket::dial(role, address, &[], monitor, options).map(Self)
-    }
-
-    /// Starts the socket: answers the handle that sends through it, and the task to spawn,
-    /// which hands every received message to `inbound` and ends at shutdown.
-    ///
-    /// A ROUTER never waits for one peer: an answer to a peer whose queue is full fails at
-    /// once, so the other requesters keep being answered. A DEALER's request waits for room up
-    /// to its deadline, while the socket goes on reading answers.
-    pub(crate) fn run(self, inbound: Inbound, mut shutdown: watch::Receiver<bool>) -> Started {
-        let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
-        let mut this = self.0;
-        let sender = sender.direct(Arc::new(DuplexDirect {
-            sending: this.driven.sending(),
-            role: this.role,
-            address: this.address.clone(),
-            monitor: this.monitor.clone(),
-            peer_queue: this.peer_queue,
-            not_reading: Mutex::new(NotReading::default()),
-        }));
-        let task = async move {
-            // One received message waits here while the handler side is full.
-            let mut pending: Option<Received> = None;
-            // One send waits here for room (a DEALER with no responder yet).
-            let mut waiting: Option<Outbound> = None;
-            // One wait for shutdown for the whole loop, not one made and dropped per message.
-            let stop = stopped(&mut shutdown);
-            tokio::pin!(stop);
-            'run: loop {
-                let mut wanted = zmq::PollEvents::empty();
-                if pending.is_none() {
-                    wanted |= zmq::POLLIN;
-                }
-                if waiting.is_some() {
-                    wanted |= zmq::POLLOUT;
-                }
-                let deadline = waiting.as_ref().map(|(_, deadline, _)| *deadline);
-                tokio::select! {
-                    biased;
-                    () = &mut stop => break,
-                    () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                        if let Some((_, _, done)) = waiting.take() {
-                            done.settle(Err(this.not_taken()));
-                        }
-                    }
-                    Some(outbound) = outbox.recv(), if waiting.is_none() => {
-                        waiting = this.offer(outbound);
-                    }
-                    permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
-                        (Ok(permit), Some(received)) => permit.send(received),
-                        _ => break,
-                    },
-                    events = this.driven.ready(wanted), if !wanted.is_empty() => {
-                        if events.contains(zmq::POLLOUT)
-                            && let Some(outbound) = waiting.take()
-                        {
-                            waiting = this.offer(outbound);
-                        }
-                        if events.contains(zmq::POLLIN) {
-                            // What is already queued is read in one go, up to a batch, so that a
-                            // busy socket is not asked what it can do before every message.
-                            for _ in 0..READ_BATCH {
-                                if pending.is_some() {
-                                    break;
-                                }
-                                match this.driven.try_recv() {
-                                    Ok(Some(frames)) => match inbound.offer(Received {
-                                        frames,
-                                        release: Release::default(),
-                                    }) {
-                                        Ok(waits) => pending = waits,
-                                        Err(Closed) => break 'run,
-                                    },
-                                    Ok(None) => break,
-                                    Err(err) => {
-                                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed");
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if let Some((_, _, done)) = waiting {
-                done.settle(Err(socket_gone()));
-            }
-            this.close().await;
-        };
-        // libzmq's ROUTER and DEALER are read by their task.
-        Started {
-            sender,
-            task: Box::pin(task),
-            reader: None,
-        }
-    }
-}
-
-impl Socket {
-    /// Tries a send handed to the socket's task once: answers it back while there is no room
-    /// (only a DEALER's sends come here: a ROUTER's all leave through [`DuplexDirect`]).
-    fn offer(&mut self, (frames, deadline, done): Outbound) -> Option<Outbound> {
-        let outcome = if Instant::now() >= deadline {
-            Err(ZmqError::Send {
-                endpoint: self.address.clone(),
-                source: "its deadline passed before its turn came".into(),
-            })
-        } else {
-            match self.driven.try_send(&frames) {
-                Ok(true) => Ok(()),
-                Ok(false) => return Some((frames, deadline, done)),
-                Err(err) => Err(send_failed(&self.address, err)),
-            }
-        };
-        done.settle(outcome);
-        None
     }
 }
 
 /// Why libzmq refused a send on the socket at `address`: a ROUTER asked to answer an identity
 /// that is gone, or a fault.
 fn send_failed(address: &str, err: zmq::Error) -> ZmqError {
-    match err {
-        zmq::Error::EHOSTUNREACH => ZmqError::UnknownPeer {
-            endpoint: address.to_owned(),
-        },
-        err => ZmqError::Send {
-            endpoint: address.to_owned(),
-            source: fault(err),
-        },
-    }
-}
-
-/// Sends a duplex socket's messages from the tasks that send them, through the socket its task
-/// drives. A ROUTER never waits for one peer: an answer to a requester whose queue is full fails
-/// at once. A DEALER's send that finds no room goes to the socket's task, which waits for room.
-struct DuplexDirect {
-    sending: Sending,
-    role: Role,
-    address: String,
-    monitor: ZmqMonitor,
-    peer_queue: usize,
-    /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
-    not_reading: Mutex<NotReading>,
-}
-
-impl DirectSend for DuplexDirect {
-    fn send(&self, frames: Frames) -> Direct {
-        Direct::Now(match self.sending.try_send(&frames) {
-            Ok(true) => {
-                self.answered(&frames);
-                Ok(())
-            }
-            Ok(false) if self.role == Role::Dealer => return Direct::ToTask(frames),
-            // Waiting for one requester would hold up every other answer.
-            Ok(false) => Err(self.not_reading(&frames)),
-            // The socket's task closed it.
-            Err(zmq::Error::ETERM) => Err(socket_gone()),
-            Err(err) => Err(send_failed(&self.address, err)),
-        })
-    }
-}
-
-impl DuplexDirect {
-    fn episodes(&self) -> std::sync::MutexGuard<'_, NotReading> {
-        self.not_reading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A ROUTER's answer to a requester that is not reading is dropped: counted, and warned
-    /// about once until that requester reads again.
-    fn not_reading(&self, frames: &Frames) -> ZmqError {
-        self.monitor.count_dropped_not_reading();
-        let identity = frames.first().cloned().unwrap_or_default();
-        if self.episodes().dropped(identity) {
-            tracing::warn!(
-                endpoint = %self.address,
-                rule = "peer-not-reading",
-                queue = self.peer_queue,
-                "a requester is not reading its answers: they are dropped until it reads again"
-            );
-        }
-        ZmqError::Send {
-            endpoint: self.address.clone(),
-            source: format!(
-                "the requester is not reading: its queue of {} answers is full",
-                self.peer_queue
-            )
-            .into(),
-        }
-    }
-
-    /// An answer left: a requester that was not reading reads again.
-    fn answered(&self, frames: &Frames) {
-        if self.role != Role::Router {
-            return;
-        }
-        let mut episodes = self.episodes();
-        if episodes.is_empty() {
-            return;
-        }
-        if let Some(dropped) = frames.first().and_then(|id| episodes.reads_again(id)) {
-            drop(episodes);
-            tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
-        }
-    }
-}
-
-/// The requesters whose answers are being dropped, and how many so far: one warning when an
-/// episode begins, one line when it ends. Bounded: past [`NotReading::MOST`] requesters at once,
-/// a new one's episode goes unrecorded (its drops are still counted and returned as errors).
-#[derive(Debug, Default)]
-struct NotReading(std::collections::HashMap<Bytes, u64>);
-
-impl NotReading {
-    const MOST: usize = 1_024;
-
-    /// An answer to `identity` was dropped; answers whether that began an episode.
-    fn dropped(&mut self, identity: Bytes) -> bool {
-        if let Some(dropped) = self.0.get_mut(&identity) {
-            *dropped += 1;
-            return false;
-        }
-        if self.0.len() < Self::MOST {
-            self.0.insert(identity, 1);
-        }
-        true
-    }
-
-    /// An answer to `identity` left; answers how many were dropped, if that ended an episode.
-    fn reads_again(&mut self, identity: &Bytes) -> Option<u64> {
-        self.0.remove(identity)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_requester_that_is_not_reading_is_warned_about_once_an_episode() {
-        let mut episodes = NotReading::default();
-        let slow = Bytes::from_static(b"slow");
-        assert!(
-            episodes.dropped(slow.clone()),
-            "the first drop begins an episode"
-        );
-        assert!(!episodes.dropped(slow.clone()));
-        assert!(!episodes.dropped(slow.clone()));
-        assert!(
-            episodes.dropped(Bytes::from_static(b"other")),
-            "one episode a requester"
-        );
-        assert_eq!(episodes.reads_again(&slow), Some(3));
-        assert_eq!(episodes.reads_again(&slow), None, "the episode ended");
-        assert!(episodes.dropped(slow), "a new episode begins");
-    }
-
-    #[test]
-    fn episodes_are_bounded_and_a_requester_past_the_bound_still_warns() {
-        let mut episodes = NotReading::default();
-        for n in 0..NotReading::MOST + 10 {
-            assert!(episodes.dropped(Bytes::from(n.to_le_bytes().to_vec())));
-        }
-        assert_eq!(episodes.0.len(), NotReading::MOST);
-    }
+    let unknown_peer = err == zmq::Error::EHOSTUNREACH;
+    refused_send(address, err, unknown_peer)
 }

@@ -1,14 +1,24 @@
 //! CURVE on a libzmq socket, as its endpoint says.
 
-use super::{SocketOptions, zap};
+use super::{Config, Libzmq, Options, zap};
 use crate::{
-    curve::{CurveKeyPair, CurvePublicKey, Security},
+    curve::{Curve, CurveKeyPair, CurvePublicKey, Security},
     error::ZmqError,
+    transport::Speaks,
 };
+
+impl Speaks<Curve> for Libzmq {
+    fn secured(config: Config, Curve(security): Curve) -> Config {
+        Config {
+            security: Some(security),
+            ..config
+        }
+    }
+}
 
 /// Refuses CURVE on a libzmq built without it, saying what to do, rather than failing with a
 /// bare "invalid argument" from the first CURVE option.
-pub(super) fn curve_available(options: &SocketOptions, address: &str) -> Result<(), ZmqError> {
+pub(super) fn curve_available(options: &Options, address: &str) -> Result<(), ZmqError> {
     if options.security.is_none() || zmq::has("curve") == Some(true) {
         return Ok(());
     }

@@ -1,0 +1,292 @@
+//! libzmq's ROUTER and DEALER, run by a task of their own and sent through from the tasks that
+//! send: a ROUTER never waits for one requester, a DEALER's request waits for room.
+//!
+//! Imports: its parent `libzmq`, and `error`, `monitor`, `pattern` and `wire`.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ruststream::Bytes;
+use tokio::{
+    sync::watch,
+    time::{Instant, sleep_until},
+};
+
+use super::{Options, READ_BATCH, Socket, driven::Sending, send_failed};
+use crate::{
+    error::ZmqError,
+    monitor::ZmqMonitor,
+    pattern::Role,
+    transport::{
+        Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, Started,
+        backend::{DuplexSocket, Opening},
+        duplex::Outbound,
+        late_for_its_turn, socket_gone, stopped,
+    },
+    wire::Frames,
+};
+
+/// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
+/// reply can leave while requests wait to be handled.
+pub(crate) struct LibzmqDuplex(Socket);
+
+impl DuplexSocket for LibzmqDuplex {
+    type Options = Options;
+
+    async fn bind(at: Opening<Options>) -> Result<(Self, String), ZmqError> {
+        let (socket, resolved) = Socket::bind(at, &[])?;
+        Ok((Self(socket), resolved))
+    }
+
+    async fn dial(at: Opening<Options>) -> Result<Self, ZmqError> {
+        Socket::dial(at, &[]).map(Self)
+    }
+
+    /// A ROUTER never waits for one peer: an answer to a peer whose queue is full fails at
+    /// once, so the other requesters keep being answered. A DEALER's request waits for room up
+    /// to its deadline, while the socket goes on reading answers.
+    fn run(self, inbound: Inbound, mut shutdown: watch::Receiver<bool>) -> Started {
+        let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
+        let mut this = self.0;
+        let sender = sender.direct(Arc::new(DuplexDirect {
+            sending: this.driven.sending(),
+            role: this.role,
+            address: this.address.clone(),
+            monitor: this.monitor.clone(),
+            peer_queue: this.peer_queue,
+            not_reading: Mutex::new(NotReading::default()),
+        }));
+        let task = async move {
+            // One received message waits here while the handler side is full.
+            let mut pending: Option<Received> = None;
+            // One send waits here for room (a DEALER with no responder yet).
+            let mut waiting: Option<Outbound> = None;
+            // One wait for shutdown for the whole loop, not one made and dropped per message.
+            let stop = stopped(&mut shutdown);
+            tokio::pin!(stop);
+            'run: loop {
+                let mut wanted = zmq::PollEvents::empty();
+                if pending.is_none() {
+                    wanted |= zmq::POLLIN;
+                }
+                if waiting.is_some() {
+                    wanted |= zmq::POLLOUT;
+                }
+                let deadline = waiting.as_ref().map(|(_, deadline, _)| *deadline);
+                tokio::select! {
+                    biased;
+                    () = &mut stop => break,
+                    () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                        if let Some((_, _, done)) = waiting.take() {
+                            done.settle(Err(this.not_taken()));
+                        }
+                    }
+                    Some(outbound) = outbox.recv(), if waiting.is_none() => {
+                        waiting = this.offer(outbound);
+                    }
+                    permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
+                        (Ok(permit), Some(received)) => permit.send(received),
+                        _ => break,
+                    },
+                    events = this.driven.ready(wanted), if !wanted.is_empty() => {
+                        if events.contains(zmq::POLLOUT)
+                            && let Some(outbound) = waiting.take()
+                        {
+                            waiting = this.offer(outbound);
+                        }
+                        if events.contains(zmq::POLLIN) {
+                            // What is already queued is read in one go, up to a batch, so that a
+                            // busy socket is not asked what it can do before every message.
+                            for _ in 0..READ_BATCH {
+                                if pending.is_some() {
+                                    break;
+                                }
+                                match this.driven.try_recv() {
+                                    Ok(Some(frames)) => match inbound.offer(Received {
+                                        frames,
+                                        release: Release::default(),
+                                    }) {
+                                        Ok(waits) => pending = waits,
+                                        Err(Closed) => break 'run,
+                                    },
+                                    Ok(None) => break,
+                                    Err(err) => {
+                                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed");
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some((_, _, done)) = waiting {
+                done.settle(Err(socket_gone()));
+            }
+            this.close().await;
+        };
+        // libzmq's ROUTER and DEALER are read by their task.
+        Started {
+            sender,
+            task: Box::pin(task),
+            reader: None,
+        }
+    }
+}
+
+impl Socket {
+    /// Tries a send handed to the socket's task once: answers it back while there is no room
+    /// (only a DEALER's sends come here: a ROUTER's all leave through [`DuplexDirect`]).
+    fn offer(&mut self, (frames, deadline, done): Outbound) -> Option<Outbound> {
+        let outcome = if Instant::now() >= deadline {
+            Err(late_for_its_turn(&self.address))
+        } else {
+            match self.driven.try_send(&frames) {
+                Ok(true) => Ok(()),
+                Ok(false) => return Some((frames, deadline, done)),
+                Err(err) => Err(send_failed(&self.address, err)),
+            }
+        };
+        done.settle(outcome);
+        None
+    }
+}
+
+/// Sends a duplex socket's messages from the tasks that send them, through the socket its task
+/// drives. A ROUTER never waits for one peer: an answer to a requester whose queue is full fails
+/// at once. A DEALER's send that finds no room goes to the socket's task, which waits for room.
+struct DuplexDirect {
+    sending: Sending,
+    role: Role,
+    address: String,
+    monitor: ZmqMonitor,
+    peer_queue: usize,
+    /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
+    not_reading: Mutex<NotReading>,
+}
+
+impl DirectSend for DuplexDirect {
+    fn send(&self, frames: Frames) -> Direct {
+        Direct::Now(match self.sending.try_send(&frames) {
+            Ok(true) => {
+                self.answered(&frames);
+                Ok(())
+            }
+            Ok(false) if self.role == Role::Dealer => return Direct::ToTask(frames),
+            // Waiting for one requester would hold up every other answer.
+            Ok(false) => Err(self.not_reading(&frames)),
+            // The socket's task closed it.
+            Err(zmq::Error::ETERM) => Err(socket_gone()),
+            Err(err) => Err(send_failed(&self.address, err)),
+        })
+    }
+}
+
+impl DuplexDirect {
+    fn episodes(&self) -> std::sync::MutexGuard<'_, NotReading> {
+        self.not_reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A ROUTER's answer to a requester that is not reading is dropped: counted, and warned
+    /// about once until that requester reads again.
+    fn not_reading(&self, frames: &Frames) -> ZmqError {
+        self.monitor.count_dropped_not_reading();
+        let identity = frames.first().cloned().unwrap_or_default();
+        if self.episodes().dropped(identity) {
+            tracing::warn!(
+                endpoint = %self.address,
+                rule = "peer-not-reading",
+                queue = self.peer_queue,
+                "a requester is not reading its answers: they are dropped until it reads again"
+            );
+        }
+        ZmqError::Send {
+            endpoint: self.address.clone(),
+            source: format!(
+                "the requester is not reading: its queue of {} answers is full",
+                self.peer_queue
+            )
+            .into(),
+        }
+    }
+
+    /// An answer left: a requester that was not reading reads again.
+    fn answered(&self, frames: &Frames) {
+        if self.role != Role::Router {
+            return;
+        }
+        let mut episodes = self.episodes();
+        if episodes.is_empty() {
+            return;
+        }
+        if let Some(dropped) = frames.first().and_then(|id| episodes.reads_again(id)) {
+            drop(episodes);
+            tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
+        }
+    }
+}
+
+/// The requesters whose answers are being dropped, and how many so far: one warning when an
+/// episode begins, one line when it ends. Bounded: past [`NotReading::MOST`] requesters at once,
+/// a new one's episode goes unrecorded (its drops are still counted and returned as errors).
+#[derive(Debug, Default)]
+struct NotReading(std::collections::HashMap<Bytes, u64>);
+
+impl NotReading {
+    const MOST: usize = 1_024;
+
+    /// An answer to `identity` was dropped; answers whether that began an episode.
+    fn dropped(&mut self, identity: Bytes) -> bool {
+        if let Some(dropped) = self.0.get_mut(&identity) {
+            *dropped += 1;
+            return false;
+        }
+        if self.0.len() < Self::MOST {
+            self.0.insert(identity, 1);
+        }
+        true
+    }
+
+    /// An answer to `identity` left; answers how many were dropped, if that ended an episode.
+    fn reads_again(&mut self, identity: &Bytes) -> Option<u64> {
+        self.0.remove(identity)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requester_that_is_not_reading_is_warned_about_once_an_episode() {
+        let mut episodes = NotReading::default();
+        let slow = Bytes::from_static(b"slow");
+        assert!(
+            episodes.dropped(slow.clone()),
+            "the first drop begins an episode"
+        );
+        assert!(!episodes.dropped(slow.clone()));
+        assert!(!episodes.dropped(slow.clone()));
+        assert!(
+            episodes.dropped(Bytes::from_static(b"other")),
+            "one episode a requester"
+        );
+        assert_eq!(episodes.reads_again(&slow), Some(3));
+        assert_eq!(episodes.reads_again(&slow), None, "the episode ended");
+        assert!(episodes.dropped(slow), "a new episode begins");
+    }
+
+    #[test]
+    fn episodes_are_bounded_and_a_requester_past_the_bound_still_warns() {
+        let mut episodes = NotReading::default();
+        for n in 0..NotReading::MOST + 10 {
+            assert!(episodes.dropped(Bytes::from(n.to_le_bytes().to_vec())));
+        }
+        assert_eq!(episodes.0.len(), NotReading::MOST);
+    }
+}

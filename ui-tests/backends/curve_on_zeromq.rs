@@ -1,0 +1,7 @@
+// A CURVE endpoint given to a broker on the `zeromq` client, which does not speak CURVE.
+use ruststream_zmq::{CurveKeyPair, ZmqEndpoint, zeromq::ZmqQueue};
+
+fn main() {
+    let server = CurveKeyPair::generate().unwrap();
+    let _ = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0").curve(server));
+}
