@@ -184,17 +184,42 @@ impl Connection {
 
     async fn open(&self, subscription: &str, read_ahead: usize) -> Result<Inbox, ZmqError> {
         let facts = self.facts;
-        let role = facts.reads_with;
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
         let probe = (self.binds && facts.filters_by_prefix()).then(|| Probe::new(subscription));
-        let topics = facts.topics(subscription);
-        // A responder's requests are read by its socket's task, or by the subscription itself,
-        // and decoded as the subscription takes them; a one-way socket is read by a task of its
-        // own, or by the subscription itself where the backend allows.
         // `read_ahead` messages wait for the subscriber before the socket stops being read (and
         // the socket's own queue takes the pressure).
         let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
-        let (source, address) = if facts.answers_requests {
+        let (source, address) = self.open_source(subscription, frames_tx).await?;
+        // A shutdown that came while the socket opened closes it before anyone can dial in.
+        if let Err(shut) = self.ensure_open("a subscription") {
+            if let Source::Socket(reader, _) = source {
+                reader.close().await;
+            }
+            return Err(shut);
+        }
+        self.note_opened(subscription, address.as_deref());
+        let intake = self.intake(subscription, address.as_deref());
+        let socket = self.start_reading(source, probe.clone());
+        let inbox = Inbox::new(frames_rx, socket, intake);
+        if let (Some(probe), Some(address)) = (probe, address) {
+            self.outbound
+                .reach(&address, &probe.heard, &probe.frame)
+                .await?;
+        }
+        Ok(inbox)
+    }
+
+    /// Opens the subscription's socket, what it reads to go to `frames_tx`; answers it and the
+    /// bound address. A responder's requests are read by its socket's task, or by the
+    /// subscription itself, and decoded as the subscription takes them; a one-way socket is
+    /// read by a task of its own, or by the subscription itself where the backend allows.
+    async fn open_source(
+        &self,
+        subscription: &str,
+        frames_tx: mpsc::Sender<Received>,
+    ) -> Result<(Source, Option<String>), ZmqError> {
+        let role = self.facts.reads_with;
+        if self.facts.answers_requests {
             let (started, address) = self
                 .transport
                 .duplex(
@@ -207,39 +232,34 @@ impl Connection {
                 .await?;
             self.spawn(started.task);
             self.outbound.answer_through(started.sender);
-            (Source::Requests(started.reader), address)
-        } else {
-            let (reader, address) = if self.binds {
-                // The subscription takes the endpoint: a publisher that bound it for peers lets go.
-                self.outbound
-                    .release(&Target::Bind(self.endpoint.clone()))
-                    .await;
-                let (reader, address) = self
-                    .transport
-                    .bind_reader(role, &self.endpoint, topics)
-                    .await?;
-                (reader, Some(address))
-            } else {
-                let reader = self
-                    .transport
-                    .dial_reader(role, &self.endpoint, topics)
-                    .await?;
-                (reader, None)
-            };
-            (Source::Socket(reader, frames_tx), address)
-        };
-        // A shutdown that came while the socket opened closes it before anyone can dial in.
-        if let Err(shut) = self.ensure_open("a subscription") {
-            if let Source::Socket(reader, _) = source {
-                reader.close().await;
-            }
-            return Err(shut);
+            return Ok((Source::Requests(started.reader), address));
         }
-        match &address {
+        let topics = self.facts.topics(subscription);
+        if !self.binds {
+            let reader = self
+                .transport
+                .dial_reader(role, &self.endpoint, topics)
+                .await?;
+            return Ok((Source::Socket(reader, frames_tx), None));
+        }
+        // The subscription takes the endpoint: a publisher that bound it for peers lets go.
+        self.outbound
+            .release(&Target::Bind(self.endpoint.clone()))
+            .await;
+        let (reader, address) = self
+            .transport
+            .bind_reader(role, &self.endpoint, topics)
+            .await?;
+        Ok((Source::Socket(reader, frames_tx), Some(address)))
+    }
+
+    /// Logs and records an opened subscription: listening at its bound `address`, or dialing.
+    fn note_opened(&self, subscription: &str, address: Option<&str>) {
+        match address {
             Some(address) => {
                 tracing::info!(subscription, endpoint = %address, "listening");
-                self.monitor.set_bound_address(Some(address.clone()));
-                self.held().address = Some(address.clone());
+                self.monitor.set_bound_address(Some(address.to_owned()));
+                self.held().address = Some(address.to_owned());
             }
             None => {
                 tracing::info!(subscription, endpoint = %self.endpoint, "dialing");
@@ -248,9 +268,14 @@ impl Connection {
                     .get_or_insert_with(|| subscription.to_owned());
             }
         }
-        let intake = Intake {
+    }
+
+    /// How the subscription's messages are read and refused.
+    fn intake(&self, subscription: &str, address: Option<&str>) -> Intake {
+        let facts = self.facts;
+        Intake {
             subscription: Str::from(subscription.to_owned()),
-            endpoint: address.as_deref().unwrap_or(&self.endpoint).into(),
+            endpoint: address.unwrap_or(&self.endpoint).into(),
             reading: if facts.answers_requests {
                 Reading::Requests
             } else {
@@ -260,36 +285,32 @@ impl Connection {
             },
             limits: self.settings.limits,
             monitor: self.monitor.clone(),
-        };
-        let socket = match source {
-            Source::Socket(reader, frames_tx) => {
-                // The subscription reads the socket itself where the backend allows, unless a
-                // probe has to be listened for among its messages.
-                let handed = match &probe {
-                    None => reader.hand_over(frames_tx.clone(), self.shutdown.subscribe()),
-                    Some(_) => HandOver::Kept(reader),
-                };
-                match handed {
-                    HandOver::Handed(socket, task) => {
-                        self.spawn(task);
-                        Some(socket)
-                    }
-                    HandOver::Kept(reader) => {
-                        let shutdown = self.shutdown.subscribe();
-                        self.spawn(pump(reader, probe.clone(), frames_tx, shutdown));
-                        None
-                    }
-                }
-            }
-            Source::Requests(socket) => socket,
-        };
-        let inbox = Inbox::new(frames_rx, socket, intake);
-        if let (Some(probe), Some(address)) = (probe, address) {
-            self.outbound
-                .reach(&address, &probe.heard, &probe.frame)
-                .await?;
         }
-        Ok(inbox)
+    }
+
+    /// Starts reading the socket: answers its reading end where the subscription reads it
+    /// itself (the backend allows, and no probe has to be listened for among its messages),
+    /// else spawns the task that reads it.
+    fn start_reading(&self, source: Source, probe: Option<Probe>) -> Option<ReadingEnd> {
+        let (reader, frames_tx) = match source {
+            Source::Socket(reader, frames_tx) => (reader, frames_tx),
+            Source::Requests(socket) => return socket,
+        };
+        let handed = match &probe {
+            None => reader.hand_over(frames_tx.clone(), self.shutdown.subscribe()),
+            Some(_) => HandOver::Kept(reader),
+        };
+        match handed {
+            HandOver::Handed(socket, task) => {
+                self.spawn(task);
+                Some(socket)
+            }
+            HandOver::Kept(reader) => {
+                let shutdown = self.shutdown.subscribe();
+                self.spawn(pump(reader, probe, frames_tx, shutdown));
+                None
+            }
+        }
     }
 
     /// Publishes one message to `destination` (see [`Destination`]).
