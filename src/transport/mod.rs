@@ -13,6 +13,7 @@ mod backend;
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
 mod duplex;
+mod episodes;
 #[cfg(feature = "libzmq")]
 pub(crate) mod libzmq;
 mod reading_end;

@@ -5,7 +5,7 @@
 //!
 //! A destination that fails (no peer took a message in time, or the peer stopped reading) is
 //! failed fast: every send after the first failure fails at once, naming why, until the socket
-//! reaches a peer again. [`Reachability`] is that decision, over plain values and a clock.
+//! reaches a peer again, with one warning when that begins ([`Episodes`]).
 //!
 //! Imports: its parent `transport`, and `error` and `wire`.
 
@@ -26,7 +26,11 @@ use tokio::{
     time::{Instant, timeout, timeout_at},
 };
 
-use super::{Sending, late_for_its_turn};
+use super::{
+    Sending,
+    episodes::{Ended, Episodes, Failing},
+    late_for_its_turn,
+};
 use crate::{error::ZmqError, wire::Frames};
 
 /// How many sends wait for a writer's task.
@@ -48,69 +52,6 @@ fn gone() -> ZmqError {
     }
 }
 
-/// Why sends to a destination fail at once, since when.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Failing {
-    pub(crate) since: Instant,
-    pub(crate) reason: String,
-    /// How many sends were refused at once since.
-    pub(crate) refused: u64,
-}
-
-/// Whether a writer's destination takes messages, as its sends so far tell.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Reachability {
-    failing: Option<Failing>,
-}
-
-/// What a change of [`Reachability`] means for the log: one line an episode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Episode {
-    /// Sends to the destination fail from now on.
-    Began,
-    /// The destination takes messages again, after this many sends were refused at once.
-    Ended { refused: u64, after: Duration },
-    /// Nothing to say: the state did not change.
-    Unchanged,
-}
-
-impl Reachability {
-    /// Whether a send may go ahead at `now`, or fails at once with why.
-    pub(crate) fn admit(&mut self) -> Result<(), Failing> {
-        match &mut self.failing {
-            None => Ok(()),
-            Some(failing) => {
-                failing.refused += 1;
-                Err(failing.clone())
-            }
-        }
-    }
-
-    /// A send failed at `now` for `reason`.
-    pub(crate) fn failed(&mut self, now: Instant, reason: String) -> Episode {
-        if self.failing.is_some() {
-            return Episode::Unchanged;
-        }
-        self.failing = Some(Failing {
-            since: now,
-            reason,
-            refused: 0,
-        });
-        Episode::Began
-    }
-
-    /// A message left, or a peer was reached, at `now`.
-    pub(crate) fn reached(&mut self, now: Instant) -> Episode {
-        match self.failing.take() {
-            None => Episode::Unchanged,
-            Some(failing) => Episode::Ended {
-                refused: failing.refused,
-                after: now.saturating_duration_since(failing.since),
-            },
-        }
-    }
-}
-
 /// One send handed to a writer's task.
 struct Job {
     frames: Frames,
@@ -121,30 +62,31 @@ struct Job {
 /// What the callers and the task share.
 struct Shared {
     endpoint: String,
-    reach: Mutex<Reachability>,
+    /// The one episode of the destination failing (keyed by nothing: one destination).
+    reach: Mutex<Episodes<(), String>>,
     /// Whether `reach` is failing, read without its lock by every send.
     failing: AtomicBool,
 }
 
 impl Shared {
-    fn reach(&self) -> std::sync::MutexGuard<'_, Reachability> {
+    fn reach(&self) -> std::sync::MutexGuard<'_, Episodes<(), String>> {
         self.reach.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a send may go ahead, or fails at once with why.
-    fn admit(&self) -> Result<(), Failing> {
+    fn admit(&self) -> Result<(), Failing<String>> {
         if !self.failing.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.reach().admit()
+        self.reach().refuse(&()).cloned().map_or(Ok(()), Err)
     }
 
     fn failed(&self, reason: String) {
         let mut reach = self.reach();
-        let episode = reach.failed(Instant::now(), reason.clone());
+        let began = reach.failed((), Instant::now(), reason.clone());
         self.failing.store(true, Ordering::Release);
         drop(reach);
-        if episode == Episode::Began {
+        if began {
             tracing::warn!(
                 endpoint = %self.endpoint,
                 reason = %reason,
@@ -158,10 +100,10 @@ impl Shared {
             return;
         }
         let mut reach = self.reach();
-        let episode = reach.reached(Instant::now());
+        let ended = reach.reached(&(), Instant::now);
         self.failing.store(false, Ordering::Release);
         drop(reach);
-        if let Episode::Ended { refused, after } = episode {
+        if let Some(Ended { refused, after }) = ended {
             tracing::info!(
                 endpoint = %self.endpoint,
                 refused,
@@ -208,7 +150,7 @@ impl Writer {
         let (stop, stopped) = oneshot::channel();
         let shared = Arc::new(Shared {
             endpoint,
-            reach: Mutex::default(),
+            reach: Mutex::new(Episodes::new(1)),
             failing: AtomicBool::new(false),
         });
         let socket = Arc::new(tokio::sync::Mutex::new(Some(socket)));
@@ -385,39 +327,5 @@ async fn run(
     let closing = socket.lock().await.take();
     if let Some(sending) = closing {
         sending.close().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failure_refuses_every_later_send_until_the_destination_is_reached() {
-        let start = Instant::now();
-        let mut reach = Reachability::default();
-        assert_eq!(reach.admit(), Ok(()));
-        assert_eq!(reach.failed(start, "no peer".into()), Episode::Began);
-        for refused in 1..=3 {
-            let failing = reach.admit().unwrap_err();
-            assert_eq!(
-                (failing.reason.as_str(), failing.refused),
-                ("no peer", refused)
-            );
-        }
-        assert_eq!(
-            reach.failed(start + Duration::from_secs(1), "again".into()),
-            Episode::Unchanged,
-            "a failure within an episode is not a new one"
-        );
-        assert_eq!(
-            reach.reached(start + Duration::from_secs(7)),
-            Episode::Ended {
-                refused: 3,
-                after: Duration::from_secs(7)
-            }
-        );
-        assert_eq!(reach.admit(), Ok(()));
-        assert_eq!(reach.reached(start), Episode::Unchanged);
     }
 }

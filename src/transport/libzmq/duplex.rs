@@ -20,6 +20,7 @@ use crate::{
         Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, Started,
         backend::{DuplexSocket, Opening},
         duplex::Outbound,
+        episodes::{Ended, Episodes},
         late_for_its_turn, socket_gone, stopped,
     },
     wire::Frames,
@@ -53,7 +54,7 @@ impl DuplexSocket for LibzmqDuplex {
             address: this.address.clone(),
             monitor: this.monitor.clone(),
             peer_queue: this.peer_queue,
-            not_reading: Mutex::new(NotReading::default()),
+            not_reading: Mutex::new(Episodes::new(NOT_READING_MOST)),
         }));
         let task = async move {
             // One received message waits here while the handler side is full.
@@ -151,6 +152,9 @@ impl Socket {
     }
 }
 
+/// How many requesters not reading their answers are tracked at once, for one warning each.
+const NOT_READING_MOST: usize = 1_024;
+
 /// Sends a duplex socket's messages from the tasks that send them, through the socket its task
 /// drives. A ROUTER never waits for one peer: an answer to a requester whose queue is full fails
 /// at once. A DEALER's send that finds no room goes to the socket's task, which waits for room.
@@ -161,7 +165,7 @@ struct DuplexDirect {
     monitor: ZmqMonitor,
     peer_queue: usize,
     /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
-    not_reading: Mutex<NotReading>,
+    not_reading: Mutex<Episodes<Bytes>>,
 }
 
 impl DirectSend for DuplexDirect {
@@ -182,7 +186,7 @@ impl DirectSend for DuplexDirect {
 }
 
 impl DuplexDirect {
-    fn episodes(&self) -> std::sync::MutexGuard<'_, NotReading> {
+    fn episodes(&self) -> std::sync::MutexGuard<'_, Episodes<Bytes>> {
         self.not_reading
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -193,7 +197,7 @@ impl DuplexDirect {
     fn not_reading(&self, frames: &Frames) -> ZmqError {
         self.monitor.count_dropped_not_reading();
         let identity = frames.first().cloned().unwrap_or_default();
-        if self.episodes().dropped(identity) {
+        if self.episodes().failed(identity, Instant::now(), ()) {
             tracing::warn!(
                 endpoint = %self.address,
                 rule = "peer-not-reading",
@@ -217,76 +221,14 @@ impl DuplexDirect {
             return;
         }
         let mut episodes = self.episodes();
-        if episodes.is_empty() {
-            return;
-        }
-        if let Some(dropped) = frames.first().and_then(|id| episodes.reads_again(id)) {
+        let ended = frames
+            .first()
+            .and_then(|id| episodes.reached(id, Instant::now));
+        if let Some(Ended { refused, .. }) = ended {
             drop(episodes);
+            // The drop that began the episode, and each since.
+            let dropped = refused + 1;
             tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
         }
-    }
-}
-
-/// The requesters whose answers are being dropped, and how many so far: one warning when an
-/// episode begins, one line when it ends. Bounded: past [`NotReading::MOST`] requesters at once,
-/// a new one's episode goes unrecorded (its drops are still counted and returned as errors).
-#[derive(Debug, Default)]
-struct NotReading(std::collections::HashMap<Bytes, u64>);
-
-impl NotReading {
-    const MOST: usize = 1_024;
-
-    /// An answer to `identity` was dropped; answers whether that began an episode.
-    fn dropped(&mut self, identity: Bytes) -> bool {
-        if let Some(dropped) = self.0.get_mut(&identity) {
-            *dropped += 1;
-            return false;
-        }
-        if self.0.len() < Self::MOST {
-            self.0.insert(identity, 1);
-        }
-        true
-    }
-
-    /// An answer to `identity` left; answers how many were dropped, if that ended an episode.
-    fn reads_again(&mut self, identity: &Bytes) -> Option<u64> {
-        self.0.remove(identity)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_requester_that_is_not_reading_is_warned_about_once_an_episode() {
-        let mut episodes = NotReading::default();
-        let slow = Bytes::from_static(b"slow");
-        assert!(
-            episodes.dropped(slow.clone()),
-            "the first drop begins an episode"
-        );
-        assert!(!episodes.dropped(slow.clone()));
-        assert!(!episodes.dropped(slow.clone()));
-        assert!(
-            episodes.dropped(Bytes::from_static(b"other")),
-            "one episode a requester"
-        );
-        assert_eq!(episodes.reads_again(&slow), Some(3));
-        assert_eq!(episodes.reads_again(&slow), None, "the episode ended");
-        assert!(episodes.dropped(slow), "a new episode begins");
-    }
-
-    #[test]
-    fn episodes_are_bounded_and_a_requester_past_the_bound_still_warns() {
-        let mut episodes = NotReading::default();
-        for n in 0..NotReading::MOST + 10 {
-            assert!(episodes.dropped(Bytes::from(n.to_le_bytes().to_vec())));
-        }
-        assert_eq!(episodes.0.len(), NotReading::MOST);
     }
 }
