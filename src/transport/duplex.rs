@@ -49,10 +49,10 @@ impl Done {
 }
 
 /// A send handed to a duplex socket's task, its deadline, and where its outcome goes.
-pub(crate) type Outbound = (Frames, Instant, Done);
+pub(crate) type HandedSend = (Frames, Instant, Done);
 
 /// What a duplex socket's task reads its sends from.
-pub(crate) type Outbox = mpsc::Receiver<Outbound>;
+pub(crate) type Outbox = mpsc::Receiver<HandedSend>;
 
 /// Where a duplex socket's task hands each message it reads.
 pub(crate) enum Inbound {
@@ -173,7 +173,7 @@ fn awaited(
 /// offers that; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct DuplexSender {
-    tx: mpsc::Sender<Outbound>,
+    tx: mpsc::Sender<HandedSend>,
     direct: Option<Arc<dyn DirectSend>>,
     endpoint: Arc<str>,
 }

@@ -19,7 +19,7 @@ use crate::{
     transport::{
         Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, Started,
         backend::{DuplexSocket, Opening},
-        duplex::Outbound,
+        duplex::HandedSend,
         episodes::{Ended, Episodes},
         late_for_its_turn, socket_gone, stopped,
     },
@@ -60,7 +60,7 @@ impl DuplexSocket for LibzmqDuplex {
             // One received message waits here while the handler side is full.
             let mut pending: Option<Received> = None;
             // One send waits here for room (a DEALER with no responder yet).
-            let mut waiting: Option<Outbound> = None;
+            let mut waiting: Option<HandedSend> = None;
             // One wait for shutdown for the whole loop, not one made and dropped per message.
             let stop = stopped(&mut shutdown);
             tokio::pin!(stop);
@@ -137,7 +137,7 @@ impl DuplexSocket for LibzmqDuplex {
 impl Socket {
     /// Tries a send handed to the socket's task once: answers it back while there is no room
     /// (only a DEALER's sends come here: a ROUTER's all leave through [`DuplexDirect`]).
-    fn offer(&mut self, (frames, deadline, done): Outbound) -> Option<Outbound> {
+    fn offer(&mut self, (frames, deadline, done): HandedSend) -> Option<HandedSend> {
         let outcome = if Instant::now() >= deadline {
             Err(late_for_its_turn(&self.address))
         } else {
