@@ -43,10 +43,10 @@ impl<K: Eq + Hash, T> Episodes<K, T> {
     }
 
     /// `key` failed at `now` for `reason`: answers whether that began an episode (the warning's
-    /// turn). A failure within an episode counts as one more refused send.
+    /// turn). Within one it changes nothing: one send may be reported failed twice (by its
+    /// caller's deadline and by the socket), so only [`refuse`](Self::refuse) counts.
     pub(crate) fn failed(&mut self, key: K, now: Instant, reason: T) -> bool {
-        if let Some(failing) = self.open.get_mut(&key) {
-            failing.refused += 1;
+        if self.open.contains_key(&key) {
             return false;
         }
         if self.open.len() < self.most {
@@ -104,8 +104,9 @@ mod tests {
         );
         assert_eq!(
             episodes.refuse(&"slow").map(|f| (f.reason, f.refused)),
-            Some(("full", 2))
+            Some(("full", 1))
         );
+        assert_eq!(episodes.refuse(&"slow").map(|f| f.refused), Some(2));
         assert!(episodes.failed("other", start, "full"), "one episode a key");
         assert_eq!(
             episodes.reached(&"slow", || start + Duration::from_secs(7)),

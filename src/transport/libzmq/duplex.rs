@@ -197,7 +197,12 @@ impl DuplexDirect {
     fn not_reading(&self, frames: &Frames) -> ZmqError {
         self.monitor.count_dropped_not_reading();
         let identity = frames.first().cloned().unwrap_or_default();
-        if self.episodes().failed(identity, Instant::now(), ()) {
+        let mut episodes = self.episodes();
+        // A drop within an episode is counted in it; the first begins one, and warns.
+        let began =
+            episodes.refuse(&identity).is_none() && episodes.failed(identity, Instant::now(), ());
+        drop(episodes);
+        if began {
             tracing::warn!(
                 endpoint = %self.address,
                 rule = "peer-not-reading",
