@@ -180,29 +180,35 @@ impl PatternFacts {
                 },
             )));
         }
-        match fate {
-            DeadLetterFate::LeavesElsewhere => {}
-            DeadLetterFate::ArrivesBack => tracing::warn!(
-                subscription,
-                dead_letter,
-                "the dead-letter name is under this fan-out subscription's own prefix, so dead \
-                 letters arrive back at it; name another endpoint (`{dead_letter}@tcp://host:port`) \
-                 to park them elsewhere"
-            ),
-            DeadLetterFate::RefusedAsLoop => tracing::warn!(
-                subscription,
-                dead_letter,
-                "the dead letter would come back to this subscription's own listener, so the \
-                 publisher will refuse each one and the delivery is dropped; name another endpoint \
-                 (`{dead_letter}@tcp://host:port`)"
-            ),
-            DeadLetterFate::NoWayOut => tracing::warn!(
-                subscription,
-                dead_letter,
-                "the dead-letter destination names no endpoint, and this subscription's own socket \
-                 cannot take it; name one (`{dead_letter}@tcp://host:port`)"
-            ),
-        }
+        say_fate(fate, subscription, dead_letter);
         Ok(())
+    }
+}
+
+/// Says at startup what becomes of a registration's dead letters, where that is not another
+/// endpoint.
+fn say_fate(fate: DeadLetterFate, subscription: &str, dead_letter: &str) {
+    match fate {
+        DeadLetterFate::LeavesElsewhere => {}
+        DeadLetterFate::ArrivesBack => tracing::warn!(
+            subscription,
+            dead_letter,
+            "the dead-letter name is under this fan-out subscription's own prefix, so dead \
+             letters arrive back at it; name another endpoint (`{dead_letter}@tcp://host:port`) \
+             to park them elsewhere"
+        ),
+        DeadLetterFate::RefusedAsLoop => tracing::warn!(
+            subscription,
+            dead_letter,
+            "the dead letter would come back to this subscription's own listener, so the \
+             publisher will refuse each one and the delivery is dropped; name another endpoint \
+             (`{dead_letter}@tcp://host:port`)"
+        ),
+        DeadLetterFate::NoWayOut => tracing::warn!(
+            subscription,
+            dead_letter,
+            "the dead-letter destination names no endpoint, and this subscription's own socket \
+             cannot take it; name one (`{dead_letter}@tcp://host:port`)"
+        ),
     }
 }

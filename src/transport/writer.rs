@@ -265,6 +265,32 @@ async fn send_on(
     sent
 }
 
+/// Sends `job` and the jobs queued by then under one hold of the socket: one wait for its lock,
+/// not one a message. At most a queue's worth, so that a stop is seen between holds however fast
+/// callers queue.
+async fn send_queued(
+    held: &mut Option<Sending>,
+    mut job: Job,
+    jobs: &mut mpsc::Receiver<Job>,
+    shared: &Shared,
+) {
+    for turn in 1..=QUEUE {
+        let sent = if Instant::now() >= job.deadline {
+            Err(late_for_its_turn(&shared.endpoint))
+        } else {
+            send_on(held, job.frames, job.deadline, shared).await
+        };
+        let _ = job.done.send(sent);
+        if turn == QUEUE || shared.failing.load(Ordering::Acquire) {
+            break;
+        }
+        match jobs.try_recv() {
+            Ok(queued) => job = queued,
+            Err(_) => break,
+        }
+    }
+}
+
 /// The task: sends each queued message before its deadline, one at a time; while the
 /// destination fails, tries to reach it again; closes the socket at the end.
 async fn run(
@@ -301,26 +327,7 @@ async fn run(
                 continue;
             }
         };
-        // The jobs queued by then leave under this one hold of the socket: one wait for its
-        // lock, not one a message. At most a queue's worth, so that a stop is seen between
-        // holds however fast callers queue.
-        let mut held = socket.lock().await;
-        let mut job = job;
-        for turn in 1..=QUEUE {
-            let sent = if Instant::now() >= job.deadline {
-                Err(late_for_its_turn(&shared.endpoint))
-            } else {
-                send_on(&mut held, job.frames, job.deadline, &shared).await
-            };
-            let _ = job.done.send(sent);
-            if turn == QUEUE || shared.failing.load(Ordering::Acquire) {
-                break;
-            }
-            match jobs.try_recv() {
-                Ok(queued) => job = queued,
-                Err(_) => break,
-            }
-        }
+        send_queued(&mut *socket.lock().await, job, &mut jobs, &shared).await;
     }
     // What is still queued fails with a shut-down error as its senders are dropped.
     drop(jobs);
