@@ -143,8 +143,8 @@
 //!    client's module and libzmq's (with the CURVE authentication handler) each implement it
 //!    once, and only they name their client's types. A connection holds the backend erased
 //!    (`Transport`), so nothing above names one. Above the backends, `writer` (a sending
-//!    socket's task), `duplex` (what a ROUTER's or DEALER's task takes and hands on, and the
-//!    sends and reads that skip it) and `reading_end` (a socket read by its subscription, in the
+//!    socket's task), `duplex` (a ROUTER's or DEALER's task, one loop for every backend: what it
+//!    takes and hands on, and the sends and reads that skip it) and `reading_end` (a socket read by its subscription, in the
 //!    handler's task) are the same for all. Under the `testing` feature, the in-process bus
 //!    stands in for them.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,

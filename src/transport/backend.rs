@@ -5,12 +5,14 @@
 //!
 //! Imports: its parent `transport`, and `endpoint`, `error`, `monitor`, `pattern`, `settings` and `wire`.
 
+use std::sync::Arc;
+
 use tokio::{
     sync::{mpsc, watch},
     time::Instant,
 };
 
-use super::{HandOver, Inbound, Received, Started, Transport};
+use super::{DirectSend, HandOver, ReadingEnd, Received, Transport, duplex::HandedSend};
 use crate::{
     endpoint::{Mechanism, Plain},
     error::{SocketFault, ZmqError},
@@ -175,10 +177,13 @@ pub(crate) trait WriteSocket: Sized + Send + 'static {
 }
 
 /// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
-/// reply can leave while requests wait to be handled.
+/// reply can leave while requests wait to be handled. The task's loop is the same for every
+/// backend ([`duplex::run`](super::duplex::run)); a backend drives its socket through it.
 pub(crate) trait DuplexSocket: Sized + Send + 'static {
     /// What the socket is opened with.
     type Options;
+    /// What the socket's task drives.
+    type Driver: DuplexDriver;
 
     /// Binds the address; answers the socket and the address it really listens on.
     fn bind(
@@ -188,10 +193,54 @@ pub(crate) trait DuplexSocket: Sized + Send + 'static {
     /// A socket that dials the address, connecting in its task.
     fn dial(at: Opening<Self::Options>) -> impl Future<Output = Result<Self, ZmqError>> + Send;
 
-    /// Starts the socket: answers the handle that sends through it, the task to spawn, which
-    /// hands every received message to `inbound` and ends at shutdown, and the socket's reading
-    /// end where the subscription reads it itself.
-    fn run(self, inbound: Inbound, shutdown: watch::Receiver<bool>) -> Started;
+    /// Readies the socket for its task: what the task drives, the sends that skip the task, and
+    /// the socket's reading end where the backend lets the subscription read it itself (asked
+    /// only with `reads_itself`, when what the socket reads goes into a channel).
+    fn drive(self, reads_itself: bool) -> Driving<Self::Driver>;
+}
+
+/// A duplex socket readied for its task ([`DuplexSocket::drive`]).
+pub(crate) struct Driving<D> {
+    /// What the task drives.
+    pub(crate) driver: D,
+    /// The endpoint, as errors name it.
+    pub(crate) endpoint: String,
+    /// Sends that leave from the tasks that send them, where the socket can be shared.
+    pub(crate) direct: Option<Arc<dyn DirectSend>>,
+    /// The socket's reading end, when the subscription reads it itself; the task then only
+    /// keeps the socket's peers and sends.
+    pub(crate) reader: Option<ReadingEnd>,
+}
+
+/// A duplex socket as its task drives it, one event at a time.
+pub(crate) trait DuplexDriver: Send + 'static {
+    /// Readies the socket for the next event: a dialing socket that lost its peer connects
+    /// again here, the task waiting for nothing else but shutdown.
+    fn ready(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// Whether the socket takes a send now; one that holds a send until there is room takes
+    /// no other meanwhile.
+    fn takes_sends(&self) -> bool {
+        true
+    }
+
+    /// Sends a message handed to the task, whose deadline has not passed, and settles it; or
+    /// holds it until there is room, settling it by its deadline.
+    fn take(&mut self, send: HandedSend) -> impl Future<Output = ()> + Send;
+
+    /// Waits for the socket's next event: a message read (only with `read`), room for a send it
+    /// holds, a peer that came or went. Answers the message read, if that was the event.
+    fn next(&mut self, read: bool) -> impl Future<Output = Option<Frames>> + Send;
+
+    /// A message the socket already holds, read without waiting.
+    fn read_queued(&mut self) -> Option<Frames> {
+        None
+    }
+
+    /// Closes the socket; a send it still holds fails.
+    fn close(self) -> impl Future<Output = ()> + Send;
 }
 
 /// A client's error, as the crate's errors carry it.

@@ -16,16 +16,24 @@ use futures::future::BoxFuture;
 use tokio::{
     sync::{
         mpsc::{self, error::TrySendError},
-        oneshot,
+        oneshot, watch,
     },
     time::{Instant, timeout_at},
 };
 
-use super::{BoxTask, ReadingEnd, Received};
+use super::{
+    BoxTask, ReadingEnd, Received, Release,
+    backend::{Driving, DuplexDriver},
+    late_for_its_turn, stopped,
+};
 use crate::{error::ZmqError, wire::Frames};
 
 /// How many sends wait for a duplex socket's task.
 const SENDS: usize = 64;
+
+/// How many queued messages a duplex socket's task reads in a row before it looks at its sends
+/// and at shutdown again.
+const READ_BATCH: usize = 32;
 
 /// Where the outcome of one send goes.
 pub(crate) enum Done {
@@ -96,13 +104,6 @@ impl Inbound {
 
     /// Resolves once nobody takes what the socket reads: for a socket whose reading end went to
     /// the subscription, which reads it while it lives.
-    #[cfg_attr(
-        not(feature = "zeromq"),
-        expect(
-            dead_code,
-            reason = "only the zeromq backend hands a ROUTER's reading end over"
-        )
-    )]
     pub(crate) async fn closed(&self) {
         match self {
             Self::Channel(tx) => tx.closed().await,
@@ -292,4 +293,160 @@ impl DuplexSender {
 /// What a send fails with once the duplex socket is closed.
 pub(crate) fn socket_gone() -> ZmqError {
     ZmqError::ShutDown { what: "a socket" }
+}
+
+/// Starts a duplex socket's task: it takes the sends handed to it, hands what the socket reads
+/// to `inbound` (one message waiting for room while the handler side is full, the socket sending
+/// meanwhile, so that a reply is never stuck behind the requests it answers), and ends at
+/// shutdown, or once nobody takes what the socket reads.
+pub(crate) fn run<D: DuplexDriver>(
+    driving: Driving<D>,
+    inbound: Inbound,
+    mut shutdown: watch::Receiver<bool>,
+) -> Started {
+    let Driving {
+        mut driver,
+        endpoint,
+        direct,
+        reader,
+    } = driving;
+    let (sender, mut outbox) = DuplexSender::channel(&endpoint);
+    let sender = match direct {
+        Some(direct) => sender.direct(direct),
+        None => sender,
+    };
+    // A subscription that reads the socket itself is gone once it no longer reads.
+    let handed_over = reader.is_some();
+    let task = async move {
+        let mut pending: Option<Received> = None;
+        // One wait for shutdown for the whole loop: a new one for every message (registered,
+        // then dropped) cost about a twentieth of a round trip.
+        let stop = stopped(&mut shutdown);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                () = driver.ready() => {}
+            }
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                Some((frames, deadline, done)) = outbox.recv(), if driver.takes_sends() => {
+                    if Instant::now() >= deadline {
+                        done.settle(Err(late_for_its_turn(&endpoint)));
+                    } else {
+                        driver.take((frames, deadline, done)).await;
+                    }
+                }
+                permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
+                    (Ok(permit), Some(received)) => permit.send(received),
+                    _ => break,
+                },
+                () = inbound.closed(), if handed_over => break,
+                read = driver.next(pending.is_none() && !handed_over) => {
+                    if hand_on(read, &mut driver, &inbound, &mut pending).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        driver.close().await;
+    };
+    Started {
+        sender,
+        task: Box::pin(task),
+        reader,
+    }
+}
+
+/// Hands a message read, and what the socket already holds after it (up to a batch), to
+/// `inbound`; stops at the first that must wait for room, keeping it in `pending`.
+fn hand_on<D: DuplexDriver>(
+    read: Option<Frames>,
+    driver: &mut D,
+    inbound: &Inbound,
+    pending: &mut Option<Received>,
+) -> Result<(), Closed> {
+    let Some(mut frames) = read else {
+        return Ok(());
+    };
+    for turn in 1..=READ_BATCH {
+        *pending = inbound.offer(Received {
+            frames,
+            release: Release::default(),
+        })?;
+        if pending.is_some() || turn == READ_BATCH {
+            break;
+        }
+        match driver.read_queued() {
+            Some(more) => frames = more,
+            None => break,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use ruststream::Bytes;
+
+    use super::*;
+
+    /// A socket holding messages already read, numbered from 0.
+    struct Holding(VecDeque<Frames>);
+
+    impl Holding {
+        fn new(messages: u8) -> Self {
+            Self((0..messages).map(|n| vec![Bytes::from(vec![n])]).collect())
+        }
+    }
+
+    impl DuplexDriver for Holding {
+        async fn take(&mut self, _: HandedSend) {}
+
+        async fn next(&mut self, _: bool) -> Option<Frames> {
+            self.0.pop_front()
+        }
+
+        fn read_queued(&mut self) -> Option<Frames> {
+            self.0.pop_front()
+        }
+
+        async fn close(self) {}
+    }
+
+    fn numbers(rx: &mut mpsc::Receiver<Received>) -> Vec<u8> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|received| received.frames[0][0])
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_hands_on_every_message_it_reads_and_reads_no_more() {
+        let mut socket = Holding::new(40);
+        let (tx, mut rx) = mpsc::channel(100);
+        let inbound = Inbound::Channel(tx);
+        let mut pending = None;
+        let first = socket.0.pop_front();
+        hand_on(first, &mut socket, &inbound, &mut pending).unwrap();
+        assert_eq!(numbers(&mut rx), (0..32).collect::<Vec<_>>());
+        assert!(pending.is_none());
+        assert_eq!(socket.0.len(), 8, "the rest stay with the socket");
+    }
+
+    #[test]
+    fn a_full_channel_keeps_the_message_that_found_no_room_and_reads_no_more() {
+        let mut socket = Holding::new(10);
+        let (tx, mut rx) = mpsc::channel(3);
+        let inbound = Inbound::Channel(tx);
+        let mut pending = None;
+        let first = socket.0.pop_front();
+        hand_on(first, &mut socket, &inbound, &mut pending).unwrap();
+        assert_eq!(numbers(&mut rx), vec![0, 1, 2]);
+        assert_eq!(pending.map(|received| received.frames[0][0]), Some(3));
+        assert_eq!(socket.0.len(), 6, "the rest stay with the socket");
+    }
 }

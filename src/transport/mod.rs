@@ -25,8 +25,8 @@ pub use backend::{Backend, DefaultBackend, Speaks};
 pub(crate) use backend::{
     SocketBackend, fault, late_for_its_turn, refused_send, sealed, transport_of,
 };
-pub(crate) use duplex::{Closed, Done, DuplexSender, Inbound, Started};
 pub(crate) use duplex::{Direct, DirectSend, socket_gone};
+pub(crate) use duplex::{Done, DuplexSender, Inbound, Started};
 pub(crate) use reading_end::ReadingEnd;
 pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
 
@@ -178,7 +178,9 @@ impl<B: SocketBackend> Opens for Sockets<B> {
             } else {
                 (B::Duplex::dial(at).await?, None)
             };
-            Ok((duplex.run(inbound, shutdown), bound))
+            let reads_itself = matches!(inbound, Inbound::Channel(_));
+            let started = duplex::run(duplex.drive(reads_itself), inbound, shutdown);
+            Ok((started, bound))
         })
     }
 }

@@ -1,27 +1,24 @@
-//! libzmq's ROUTER and DEALER, run by a task of their own and sent through from the tasks that
-//! send: a ROUTER never waits for one requester, a DEALER's request waits for room.
+//! libzmq's ROUTER and DEALER, driven by a task of their own and sent through from the tasks
+//! that send: a ROUTER never waits for one requester, a DEALER's request waits for room.
 //!
 //! Imports: its parent `libzmq`, and `error`, `monitor`, `pattern` and `wire`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ruststream::Bytes;
-use tokio::{
-    sync::watch,
-    time::{Instant, sleep_until},
-};
+use tokio::time::{Instant, sleep_until};
 
-use super::{Options, READ_BATCH, Socket, driven::Sending, send_failed};
+use super::{Options, Socket, driven::Sending, send_failed};
 use crate::{
     error::ZmqError,
     monitor::ZmqMonitor,
     pattern::Role,
     transport::{
-        Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, Started,
-        backend::{DuplexSocket, Opening},
+        Direct, DirectSend,
+        backend::{Driving, DuplexDriver, DuplexSocket, Opening},
         duplex::HandedSend,
         episodes::{Ended, Episodes},
-        late_for_its_turn, socket_gone, stopped,
+        late_for_its_turn, socket_gone,
     },
     wire::Frames,
 };
@@ -32,6 +29,7 @@ pub(crate) struct LibzmqDuplex(Socket);
 
 impl DuplexSocket for LibzmqDuplex {
     type Options = Options;
+    type Driver = LibzmqDuplexDriver;
 
     async fn bind(at: Opening<Options>) -> Result<(Self, String), ZmqError> {
         let (socket, resolved) = Socket::bind(at, &[])?;
@@ -42,95 +40,99 @@ impl DuplexSocket for LibzmqDuplex {
         Socket::dial(at, &[]).map(Self)
     }
 
-    /// A ROUTER never waits for one peer: an answer to a peer whose queue is full fails at
-    /// once, so the other requesters keep being answered. A DEALER's request waits for room up
-    /// to its deadline, while the socket goes on reading answers.
-    fn run(self, inbound: Inbound, mut shutdown: watch::Receiver<bool>) -> Started {
-        let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
-        let mut this = self.0;
-        let sender = sender.direct(Arc::new(DuplexDirect {
-            sending: this.driven.sending(),
-            role: this.role,
-            address: this.address.clone(),
-            monitor: this.monitor.clone(),
-            peer_queue: this.peer_queue,
+    /// Every send leaves from the task that sends it where it can. A ROUTER never waits for one
+    /// peer: an answer to a peer whose queue is full fails at once, so the other requesters keep
+    /// being answered. A DEALER's request that finds no room waits for it in the task, up to
+    /// its deadline, while the socket goes on reading answers. The task reads the socket.
+    fn drive(self, _reads_itself: bool) -> Driving<LibzmqDuplexDriver> {
+        let Self(socket) = self;
+        let direct = DuplexDirect {
+            sending: socket.driven.sending(),
+            role: socket.role,
+            address: socket.address.clone(),
+            monitor: socket.monitor.clone(),
+            peer_queue: socket.peer_queue,
             not_reading: Mutex::new(Episodes::new(NOT_READING_MOST)),
-        }));
-        let task = async move {
-            // One received message waits here while the handler side is full.
-            let mut pending: Option<Received> = None;
-            // One send waits here for room (a DEALER with no responder yet).
-            let mut waiting: Option<HandedSend> = None;
-            // One wait for shutdown for the whole loop, not one made and dropped per message.
-            let stop = stopped(&mut shutdown);
-            tokio::pin!(stop);
-            'run: loop {
-                let mut wanted = zmq::PollEvents::empty();
-                if pending.is_none() {
-                    wanted |= zmq::POLLIN;
-                }
-                if waiting.is_some() {
-                    wanted |= zmq::POLLOUT;
-                }
-                let deadline = waiting.as_ref().map(|(_, deadline, _)| *deadline);
-                tokio::select! {
-                    biased;
-                    () = &mut stop => break,
-                    () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                        if let Some((_, _, done)) = waiting.take() {
-                            done.settle(Err(this.not_taken()));
-                        }
-                    }
-                    Some(outbound) = outbox.recv(), if waiting.is_none() => {
-                        waiting = this.offer(outbound);
-                    }
-                    permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
-                        (Ok(permit), Some(received)) => permit.send(received),
-                        _ => break,
-                    },
-                    events = this.driven.ready(wanted), if !wanted.is_empty() => {
-                        if events.contains(zmq::POLLOUT)
-                            && let Some(outbound) = waiting.take()
-                        {
-                            waiting = this.offer(outbound);
-                        }
-                        if events.contains(zmq::POLLIN) {
-                            // What is already queued is read in one go, up to a batch, so that a
-                            // busy socket is not asked what it can do before every message.
-                            for _ in 0..READ_BATCH {
-                                if pending.is_some() {
-                                    break;
-                                }
-                                match this.driven.try_recv() {
-                                    Ok(Some(frames)) => match inbound.offer(Received {
-                                        frames,
-                                        release: Release::default(),
-                                    }) {
-                                        Ok(waits) => pending = waits,
-                                        Err(Closed) => break 'run,
-                                    },
-                                    Ok(None) => break,
-                                    Err(err) => {
-                                        tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a read failed");
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if let Some((_, _, done)) = waiting {
-                done.settle(Err(socket_gone()));
-            }
-            this.close().await;
         };
-        // libzmq's ROUTER and DEALER are read by their task.
-        Started {
-            sender,
-            task: Box::pin(task),
+        Driving {
+            endpoint: socket.address.clone(),
+            direct: Some(Arc::new(direct)),
             reader: None,
+            driver: LibzmqDuplexDriver {
+                socket,
+                waiting: None,
+            },
         }
+    }
+}
+
+/// libzmq's ROUTER or DEALER, as its task drives it.
+pub(crate) struct LibzmqDuplexDriver {
+    socket: Socket,
+    /// A send waiting for room (a DEALER with no responder yet).
+    waiting: Option<HandedSend>,
+}
+
+impl DuplexDriver for LibzmqDuplexDriver {
+    fn takes_sends(&self) -> bool {
+        self.waiting.is_none()
+    }
+
+    async fn take(&mut self, send: HandedSend) {
+        self.waiting = self.socket.offer(send);
+    }
+
+    async fn next(&mut self, read: bool) -> Option<Frames> {
+        let mut wanted = zmq::PollEvents::empty();
+        if read {
+            wanted |= zmq::POLLIN;
+        }
+        let Some((_, deadline, _)) = &self.waiting else {
+            if wanted.is_empty() {
+                return std::future::pending().await;
+            }
+            let events = self.socket.driven.ready(wanted).await;
+            return events
+                .contains(zmq::POLLIN)
+                .then(|| self.read_queued())
+                .flatten();
+        };
+        let deadline = *deadline;
+        tokio::select! {
+            biased;
+            () = sleep_until(deadline) => {
+                if let Some((_, _, done)) = self.waiting.take() {
+                    done.settle(Err(self.socket.not_taken()));
+                }
+                None
+            }
+            events = self.socket.driven.ready(wanted | zmq::POLLOUT) => {
+                if events.contains(zmq::POLLOUT)
+                    && let Some(send) = self.waiting.take()
+                {
+                    self.waiting = self.socket.offer(send);
+                }
+                (read && events.contains(zmq::POLLIN)).then(|| self.read_queued()).flatten()
+            }
+        }
+    }
+
+    fn read_queued(&mut self) -> Option<Frames> {
+        match self.socket.driven.try_recv() {
+            Ok(frames) => frames,
+            Err(err) => {
+                let socket = &self.socket;
+                tracing::debug!(endpoint = %socket.address, socket = socket.role.name(), error = %err, "a read failed");
+                None
+            }
+        }
+    }
+
+    async fn close(self) {
+        if let Some((_, _, done)) = self.waiting {
+            done.settle(Err(socket_gone()));
+        }
+        self.socket.close().await;
     }
 }
 

@@ -129,10 +129,6 @@ const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 /// How long a closed sending socket keeps trying to deliver what it already took.
 const LINGER: Duration = super::CLOSE_WAIT;
 
-/// How many queued messages a duplex socket's task reads in a row before it looks at its sends
-/// and at shutdown again.
-const READ_BATCH: usize = 32;
-
 /// Runs a blocking libzmq call until it ends with anything but `EINTR`. A signal the process
 /// handles (tokio installs handlers for child processes and for shutdown) interrupts a blocking
 /// wait, and is no reason for the crate's threads to stop reading.

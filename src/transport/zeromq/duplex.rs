@@ -1,4 +1,4 @@
-//! The `zeromq` client's ROUTER and DEALER, run by a task of their own: the loop, the split
+//! The `zeromq` client's ROUTER and DEALER, driven by a task of their own: the driver, the split
 //! halves that let answers and requests leave from the tasks that send them, and those sends.
 //!
 //! Imports: its parent `zeromq`, and `error`, `pattern` and `wire`.
@@ -6,10 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use futures::StreamExt;
-use tokio::{
-    sync::{OwnedMutexGuard, watch},
-    time::Instant,
-};
+use tokio::sync::OwnedMutexGuard;
 use zeromq::{
     MultiPeerBackend, RouterRecvHalf, RouterSendHalf, Socket, SocketRecv, SocketSend,
     ZmqError as ClientError, ZmqMessage as ClientMessage,
@@ -25,9 +22,10 @@ use crate::{
     error::ZmqError,
     pattern::Role,
     transport::{
-        Closed, Direct, DirectSend, DuplexSender, Inbound, Received, Release, Started,
-        backend::{DuplexSocket, Opening},
-        late_for_its_turn, socket_gone, stopped,
+        Direct, DirectSend,
+        backend::{Driving, DuplexDriver, DuplexSocket, Opening},
+        duplex::HandedSend,
+        socket_gone,
     },
     wire::Frames,
 };
@@ -38,6 +36,7 @@ pub(crate) struct ZeromqDuplex(Supervised<RouterOrDealer>);
 
 impl DuplexSocket for ZeromqDuplex {
     type Options = ();
+    type Driver = ZeromqDuplexDriver;
 
     async fn bind(at: Opening<()>) -> Result<(Self, String), ZmqError> {
         let (supervised, resolved) = Supervised::bind(at, Vec::new()).await?;
@@ -48,104 +47,101 @@ impl DuplexSocket for ZeromqDuplex {
         Ok(Self(Supervised::dial(at, Vec::new()).await))
     }
 
-    /// A bound ROUTER's reading end goes to the subscription where it reads through a channel.
-    fn run(self, inbound: Inbound, mut shutdown: watch::Receiver<bool>) -> Started {
-        let (sender, mut outbox) = DuplexSender::channel(&self.0.address);
+    /// A bound ROUTER's answers leave from the tasks that send them, and its subscription reads
+    /// it itself where it can; a dialing DEALER's requests leave from the tasks that send them
+    /// while it is connected.
+    fn drive(self, reads_itself: bool) -> Driving<ZeromqDuplexDriver> {
         let mut this = self.0;
-        // A bound ROUTER's answers leave from the tasks that send them, never through this
-        // task's outbox.
         let mut split = this
             .binds
             .then(|| SplitRouter::split(&mut this.socket))
             .flatten();
-        // So a subscription reads it itself; this task then only watches its peers, and ends
-        // when the subscription is gone.
-        let reader = match (&mut split, &inbound) {
-            (Some(split), Inbound::Channel(_)) => split
+        let reader = match &mut split {
+            Some(split) if reads_itself => split
                 .recv
                 .take()
                 .map(|recv| reading(recv, this.address.clone(), "ROUTER")),
             _ => None,
         };
-        let handed_over = reader.is_some();
-        // A dialing DEALER's sends leave from the tasks that send them while it is connected.
         let dealer = (!this.binds && this.role == Role::Dealer).then(DealerSlot::default);
-        let sender = match (&split, &dealer) {
-            (Some(split), _) => sender.direct(Arc::new(RouterDirect {
+        let endpoint: Arc<str> = this.address.as_str().into();
+        let direct: Option<Arc<dyn DirectSend>> = match (&split, &dealer) {
+            (Some(split), _) => Some(Arc::new(RouterDirect {
                 send: Arc::clone(&split.send),
-                endpoint: this.address.as_str().into(),
+                endpoint,
             })),
-            (None, Some(slot)) => sender.direct(Arc::new(DealerDirect {
+            (None, Some(slot)) => Some(Arc::new(DealerDirect {
                 slot: Arc::clone(slot),
-                endpoint: this.address.as_str().into(),
+                endpoint,
             })),
-            (None, None) => sender,
+            (None, None) => None,
         };
-        let task = async move {
-            // One received message waits here while the handler side is full; the socket keeps
-            // sending meanwhile, so a reply is never stuck behind the requests it answers.
-            let mut pending: Option<Received> = None;
-            // One wait for shutdown for the whole loop: a new one for every message (registered,
-            // then dropped) cost about a twentieth of a round trip.
-            let stop = stopped(&mut shutdown);
-            tokio::pin!(stop);
-            loop {
-                if !this.binds && !this.connected {
-                    tokio::select! {
-                        _ = this.ensure_connected(None) => {}
-                        () = &mut stop => break,
-                    }
-                }
-                if let Some(slot) = &dealer
-                    && this.connected
-                    && matches!(this.socket, RouterOrDealer::Dealer(_))
-                {
-                    this.socket.split_dealer(slot).await;
-                }
-                tokio::select! {
-                    biased;
-                    () = &mut stop => break,
-                    Some((frames, deadline, done)) = outbox.recv() => {
-                        let sent = if Instant::now() >= deadline {
-                            Err(late_for_its_turn(&this.address))
-                        } else {
-                            this.send(frames, deadline).await
-                        };
-                        done.settle(sent);
-                    }
-                    permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
-                        (Ok(permit), Some(received)) => permit.send(received),
-                        _ => break,
-                    },
-                    () = inbound.closed(), if handed_over => break,
-                    received = read_duplex(&mut this.socket, split.as_mut()), if pending.is_none() && !handed_over => match received {
-                        Ok(message) => match inbound.offer(Received {
-                            frames: message.into_vec(),
-                            release: Release::default(),
-                        }) {
-                            Ok(waits) => pending = waits,
-                            Err(Closed) => break,
-                        },
-                        Err(err) => {
-                            tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
-                            if !this.binds {
-                                this.monitor.count_peer_lost();
-                                this.renew().await;
-                            }
-                        }
-                    },
-                    Some(event) = this.events.next() => this.take(&event).await,
-                }
-            }
-            match split {
-                Some(split) => split.close(this).await,
-                None => this.close().await,
-            }
-        };
-        Started {
-            sender,
-            task: Box::pin(task),
+        Driving {
+            endpoint: this.address.clone(),
+            driver: ZeromqDuplexDriver {
+                this,
+                split,
+                dealer,
+            },
+            direct,
             reader,
+        }
+    }
+}
+
+/// The `zeromq` client's ROUTER or DEALER, as its task drives it.
+pub(crate) struct ZeromqDuplexDriver {
+    this: Supervised<RouterOrDealer>,
+    /// A bound ROUTER, split so that its answers leave from the tasks that send them.
+    split: Option<SplitRouter>,
+    /// A dialing DEALER's send half, once connected, for the tasks that send.
+    dealer: Option<DealerSlot>,
+}
+
+impl DuplexDriver for ZeromqDuplexDriver {
+    /// A dialing socket connects first; a DEALER, once connected, shares its send half.
+    async fn ready(&mut self) {
+        let this = &mut self.this;
+        if !this.binds && !this.connected {
+            let _ = this.ensure_connected(None).await;
+        }
+        if let Some(slot) = &self.dealer
+            && this.connected
+            && matches!(this.socket, RouterOrDealer::Dealer(_))
+        {
+            this.socket.split_dealer(slot).await;
+        }
+    }
+
+    async fn take(&mut self, (frames, deadline, done): HandedSend) {
+        done.settle(self.this.send(frames, deadline).await);
+    }
+
+    async fn next(&mut self, read: bool) -> Option<Frames> {
+        let this = &mut self.this;
+        tokio::select! {
+            biased;
+            received = read_duplex(&mut this.socket, self.split.as_mut()), if read => match received {
+                Ok(message) => return Some(message.into_vec()),
+                Err(err) => {
+                    tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
+                    if !this.binds {
+                        this.monitor.count_peer_lost();
+                        this.renew().await;
+                    }
+                }
+            },
+            Some(event) = this.events.next() => this.take(&event).await,
+            // No read wanted, and the monitor is gone with its socket: nothing more will come.
+            else => std::future::pending().await,
+        }
+        None
+    }
+
+    async fn close(self) {
+        match self.split {
+            Some(split) => split.close(self.this).await,
+            None => self.this.close().await,
         }
     }
 }
