@@ -26,8 +26,9 @@ use crate::{
         route_responder,
     },
     settings::Settings,
+    throttle::Throttle,
     transport::{CLOSE_WAIT, HandOver, Inbound, Reader, ReadingEnd, Received, Transport},
-    wire::{self, Frames},
+    wire::{self, Frames, Refusal},
 };
 
 /// Who holds the endpoint in this process.
@@ -285,6 +286,7 @@ impl Connection {
             },
             limits: self.settings.limits,
             monitor: self.monitor.clone(),
+            refusals: Mutex::new(Throttle::new(Refusal::RULES)),
         }
     }
 
@@ -330,7 +332,14 @@ impl Connection {
         let kept = payload.clone();
         // Decided before the one wait, so that a publish's future (a retry copy's waits out its
         // delay in memory) holds the frames and one send, nothing more.
-        let sent = match self.leaving(destination, headers, payload)? {
+        let leaving = self
+            .leaving(destination, headers, payload)
+            .inspect_err(|err| {
+                if matches!(err, ZmqError::ReplyAddress { .. }) {
+                    self.monitor.count_send_failed();
+                }
+            })?;
+        let sent = match leaving {
             Leaving::Send(target, frames) => self.outbound.send(&target, frames, deadline).await,
             Leaving::Answer(frames) => self.outbound.answer(frames, destination, deadline).await,
         };
@@ -349,6 +358,17 @@ impl Connection {
         payload: Bytes,
     ) -> Result<Leaving, ZmqError> {
         if !self.facts.answers_requests {
+            if destination.starts_with(wire::REPLY_PREFIX) {
+                // Reserved for answers: said apart from any other name, so that an answer never
+                // leaves through a queue or a fan-out.
+                return Err(wire::parse_requester(destination).err().unwrap_or_else(|| {
+                    ZmqError::ReplyAddress {
+                        address: destination.to_owned(),
+                        why: "this broker answers no requests: a `zmq-reply:` address is \
+                              answered only through a responder (`ZmqRpc`)",
+                    }
+                }));
+            }
             let parsed = Destination::parse(destination)?;
             let frames = wire::encode(parsed.name, headers, payload)?;
             return Ok(Leaving::Send(self.route(&parsed)?, frames));

@@ -4,18 +4,25 @@
 //! Imports: the leaves, `settings`, `transport` and `message`. Built from a transport reader (or
 //! a duplex socket's channel) and the settings; knows nothing of the connection above it.
 
-use std::{sync::Arc, task::Poll};
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    task::Poll,
+};
 
 use futures::Stream;
 use ruststream::{Bytes, Str, Subscriber};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::{
+    sync::{Notify, mpsc, watch},
+    time::Instant,
+};
 
 use crate::{
     error::ZmqError,
     message::ZmqMessage,
     monitor::ZmqMonitor,
+    throttle::{Say, Throttle},
     transport::{Reader, ReadingEnd, Received, stopped},
-    wire::{WireLimits, decode, decode_request},
+    wire::{Refusal, WireLimits, decode, decode_request},
 };
 
 /// A bound fan-out's check that its own publisher reaches its listener: the one frame the
@@ -98,6 +105,8 @@ pub(crate) struct Intake {
     pub(crate) reading: Reading,
     pub(crate) limits: WireLimits,
     pub(crate) monitor: ZmqMonitor,
+    /// One warning a burst of refusals by the same rule.
+    pub(crate) refusals: Mutex<Throttle<&'static str>>,
 }
 
 impl Intake {
@@ -126,6 +135,22 @@ impl Intake {
             )),
             Err(refusal) => {
                 self.monitor.count_refusal(&self.subscription, &refusal);
+                self.warn(&refusal, &frames);
+                None
+            }
+        }
+    }
+
+    /// Warns of a refused message once a burst of refusals by its rule, and reminds of the
+    /// burst once a minute while it lasts; the counters have every one.
+    fn warn(&self, refusal: &Refusal, frames: &[Bytes]) {
+        let note = self
+            .refusals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .note(refusal.rule(), Instant::now());
+        match note.say {
+            Say::First { untold } => {
                 let bytes: usize = frames.iter().map(Bytes::len).sum();
                 tracing::warn!(
                     subscription = %self.subscription,
@@ -133,10 +158,20 @@ impl Intake {
                     rule = refusal.rule(),
                     frames = frames.len(),
                     bytes,
-                    "refused a message from a peer: {refusal}"
+                    untold_before = untold,
+                    "refused a message from a peer: {refusal}; more refused by this rule are \
+                     counted, and told once a minute while they go on"
                 );
-                None
             }
+            Say::Again { untold, since } => tracing::warn!(
+                subscription = %self.subscription,
+                endpoint = %self.endpoint,
+                rule = refusal.rule(),
+                refused = untold,
+                since = ?since.elapsed(),
+                "still refusing messages from peers by this rule: {refusal}"
+            ),
+            Say::Nothing => {}
         }
     }
 }

@@ -157,7 +157,8 @@
 //!    [`libzmq`] (the brokers pinned to each backend, and libzmq's own settings).
 //! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
 //!    no other module names it.
-#![forbid(unsafe_code)]
+// One call outside safe Rust, argued where it is: `transport::libzmq::seed`.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 // The README's Rust snippets, compiled and run as doc tests.
@@ -195,6 +196,7 @@ mod settings;
 mod subscription;
 #[cfg(feature = "testing")]
 mod testing;
+mod throttle;
 mod transport;
 pub mod wire;
 #[cfg(feature = "zeromq")]

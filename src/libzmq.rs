@@ -38,12 +38,23 @@ pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S, Libzmq>;
 
 impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
     /// How many messages a socket queues for one peer, each way, before that peer counts as
-    /// not reading (default 1,000; libzmq's high-water marks). So a peer's queue holds at most
-    /// this many messages of at most [`WireLimits::max_message_bytes`] each. What a full peer
-    /// gets depends on the pattern: see the crate docs, "When a peer is down or does not read".
+    /// not reading (libzmq's high-water marks). A peer's queue holds at most this many messages
+    /// of at most [`WireLimits::max_message_bytes`] each; by default as many as fit in 32 MiB
+    /// (128 of the default 256 KiB), and at most 1,000. What a full peer gets depends on the
+    /// pattern: see the README, "When a peer is down or does not read".
+    ///
+    /// ```
+    /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};
+    ///
+    /// // Small messages, a deep queue: 10,000 of at most 4 KiB, 40 MiB a peer each way.
+    /// let queue = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+    ///     .limits(ruststream_zmq::WireLimits::default().max_message_bytes(4 << 10))
+    ///     .peer_queue(10_000);
+    /// # let _ = queue;
+    /// ```
     #[must_use]
     pub fn peer_queue(mut self, messages: usize) -> Self {
-        self.config.peer_queue = messages.max(1);
+        self.config.peer_queue = Some(messages.max(1));
         self
     }
 

@@ -14,7 +14,10 @@ use std::{
 };
 
 use ruststream::{Bytes, HeaderMap, Str};
-use tokio::sync::{oneshot, watch};
+use tokio::{
+    sync::{oneshot, watch},
+    time::Instant,
+};
 
 use crate::{
     error::ZmqError,
@@ -22,8 +25,9 @@ use crate::{
     monitor::ZmqMonitor,
     pattern::Role,
     settings::Settings,
+    throttle::{Say, Throttle},
     transport::{BoxTask, Done, DuplexSender, Inbound, Received, Transport},
-    wire::{self, CORRELATION_ID, WireLimits},
+    wire::{self, CORRELATION_ID, Refusal, WireLimits},
 };
 
 /// A request waiting for its answer, or for the error that ends its wait: its own number, so
@@ -66,6 +70,7 @@ impl RequestChannel {
             limits: settings.limits,
             monitor: monitor.clone(),
             from: endpoint.into(),
+            refusals: Mutex::new(Throttle::new(Refusal::RULES)),
         };
         let inbound = Inbound::Direct(Box::new(move |answer| matcher.hand(answer)));
         // A DEALER's answers are matched in its task (`Inbound::Direct`), so no reading end is
@@ -219,15 +224,43 @@ struct Matcher {
     limits: WireLimits,
     monitor: ZmqMonitor,
     from: Arc<str>,
+    /// One warning a burst of refused answers by the same rule.
+    refusals: Mutex<Throttle<&'static str>>,
 }
 
 impl Matcher {
+    /// Warns of a refused answer once a burst of refusals by its rule, as a subscription does.
+    fn warn(&self, refusal: &Refusal) {
+        let note = self
+            .refusals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .note(refusal.rule(), Instant::now());
+        match note.say {
+            Say::First { untold } => tracing::warn!(
+                endpoint = %self.from,
+                rule = refusal.rule(),
+                untold_before = untold,
+                "refused an answer from a responder: {refusal}; more refused by this rule are \
+                 counted, and told once a minute while they go on"
+            ),
+            Say::Again { untold, since } => tracing::warn!(
+                endpoint = %self.from,
+                rule = refusal.rule(),
+                refused = untold,
+                since = ?since.elapsed(),
+                "still refusing answers from a responder by this rule: {refusal}"
+            ),
+            Say::Nothing => {}
+        }
+    }
+
     fn hand(&self, Received { frames, release }: Received) {
         let answer = match wire::decode(&frames, &self.limits, None) {
             Ok(answer) => ZmqMessage::new(answer, Arc::clone(&self.from), None, release),
             Err(refusal) => {
                 self.monitor.count_refusal(ANSWERS_LABEL, &refusal);
-                tracing::warn!(endpoint = %self.from, rule = refusal.rule(), "refused an answer from a responder: {refusal}");
+                self.warn(&refusal);
                 return;
             }
         };

@@ -169,6 +169,19 @@ pub fn route(own: &OwnEndpoint<'_>, destination: &Destination<'_>) -> Result<Tar
     })
 }
 
+/// Whether a listener bound at `address` can be reached from other hosts: a `tcp://` address on
+/// every interface, or on one that is not the loopback (`ipc://` and `inproc://` stay on this
+/// host).
+#[must_use]
+pub fn beyond_loopback(address: &str) -> bool {
+    match tcp_parts(address) {
+        None => false,
+        Some((HostForm::Wildcard, _)) => true,
+        Some((HostForm::Ip(ip), _)) => !ip.is_loopback(),
+        Some((HostForm::Name(name), _)) => !name.eq_ignore_ascii_case("localhost"),
+    }
+}
+
 /// How a host part of a `tcp://` address names a machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HostForm<'a> {
@@ -419,6 +432,29 @@ mod tests {
         subscription: "payments",
         address: "tcp://0.0.0.0:5555",
     };
+
+    #[test]
+    fn only_a_listener_on_another_interface_than_the_loopback_is_beyond_it() {
+        for exposed in [
+            "tcp://0.0.0.0:5555",
+            "tcp://*:5555",
+            "tcp://[::]:5555",
+            "tcp://10.0.0.7:5555",
+            "tcp://payments.internal:5555",
+        ] {
+            assert!(beyond_loopback(exposed), "{exposed}");
+        }
+        for local in [
+            "tcp://127.0.0.1:5555",
+            "tcp://127.3.2.1:5555",
+            "tcp://[::1]:5555",
+            "tcp://localhost:5555",
+            "ipc:///tmp/payments",
+            "inproc://payments",
+        ] {
+            assert!(!beyond_loopback(local), "{local}");
+        }
+    }
 
     #[test]
     fn a_destination_splits_at_the_endpoint_it_names() {

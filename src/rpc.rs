@@ -18,11 +18,14 @@ use crate::{
     endpoint::Side,
     error::ZmqError,
     message::ZmqMessage,
-    wire::{CORRELATION_ID, REPLY_TO},
+    wire::{CORRELATION_ID, NOT_A_REPLY, REPLY_PREFIX, REPLY_TO},
 };
 
 /// The reply transform of a responder: sends the answer to the requester the request's
-/// `reply-to` names, carrying its `correlation-id`.
+/// `reply-to` names, carrying its `correlation-id`. Only a `zmq-reply:` address, which the
+/// responder stamps on every request, is answered; any other `reply-to` (on a queue or a fan-out,
+/// a peer writes it) fails the answer with [`ZmqError::ReplyAddress`], and no socket is opened to
+/// an address a peer wrote.
 ///
 /// ```
 /// use ruststream_zmq::prelude::*;
@@ -64,11 +67,12 @@ impl<C, Options> PublishTransform<ForReply<C>, Options> for ToRequester {
         cx: &PublishContext<'_, C>,
     ) {
         let headers = cx.headers();
-        if let Some(address) = headers.get_shared(REPLY_TO)
-            && let Ok(address) = Str::try_from(address)
-        {
-            out.set_name(address);
-        }
+        let address = headers
+            .get_shared(REPLY_TO)
+            .and_then(|address| Str::try_from(address).ok())
+            .filter(|address| address.starts_with(REPLY_PREFIX))
+            .unwrap_or_else(|| Str::from_static(NOT_A_REPLY));
+        out.set_name(address);
         if let Some(id) = headers.get_shared(CORRELATION_ID) {
             out.headers_mut().insert(CORRELATION_ID, id);
         }

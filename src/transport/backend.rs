@@ -78,6 +78,8 @@ impl<B: Backend> Speaks<Plain> for B {
 
 /// A socket backend: the sockets a broker opens, and how its settings reach them.
 pub(crate) trait SocketBackend: Backend {
+    /// The backend's name, as the logs say it.
+    const NAME: &'static str;
     /// What the backend opens every socket with, from the broker's settings and its own.
     type Options: Clone + Send + Sync + 'static;
     /// A socket that receives (PULL, SUB).
@@ -89,6 +91,12 @@ pub(crate) trait SocketBackend: Backend {
 
     /// The options a broker with `settings` and `config` opens its sockets with.
     fn options(settings: &Settings, config: Self::Config) -> Self::Options;
+
+    /// Whether sockets opened with `options` speak CURVE; a backend without it never does.
+    fn curve(options: &Self::Options) -> bool {
+        let _ = options;
+        false
+    }
 }
 
 /// What every socket is opened with: its role, its address, where its figures go, and the

@@ -1,12 +1,16 @@
 //! One log line when an episode of failures begins, one when it ends: a writer's destination
-//! that stops taking messages, a ROUTER's requester that stops reading its answers. Pure: plain
-//! values and a clock the caller passes.
+//! that stops taking messages, a ROUTER's requester that stops reading its answers. Bounded and
+//! expiring, since a peer chooses the keys: an episode with no failure for a quiet spell is
+//! forgotten once room is needed or a spell has passed, and past the most at once, new keys
+//! share one unnamed episode. Pure: plain values and a clock the caller passes.
 //!
-//! Imports: none.
+//! Imports: `throttle` (the quiet spell).
 
 use std::{collections::HashMap, hash::Hash, time::Duration};
 
 use tokio::time::Instant;
+
+use crate::throttle::QUIET_AFTER;
 
 /// An episode under way: since when, why, and how many sends failed in it after the one that
 /// began it.
@@ -16,6 +20,8 @@ pub(crate) struct Failing<T> {
     pub(crate) reason: T,
     /// How many sends failed in it since the one that began it.
     pub(crate) refused: u64,
+    /// When the last of them failed.
+    last: Instant,
 }
 
 /// How an episode ended: after how many failed sends (past the one that began it), and how long.
@@ -25,13 +31,17 @@ pub(crate) struct Ended {
     pub(crate) after: Duration,
 }
 
-/// The episodes under way, one a key, at most `most` at once: past that a new key's episode
-/// goes unrecorded (its failures are still the caller's to count and return), so a peer that
-/// makes up keys grows nothing.
+/// The episodes under way, one a key, at most `most` at once: past that a new key's failure
+/// goes to one unnamed episode (its failures are still the caller's to count and return), so a
+/// peer that makes up keys grows nothing and is warned of once.
 #[derive(Debug, Clone)]
 pub(crate) struct Episodes<K, T = ()> {
     open: HashMap<K, Failing<T>>,
     most: usize,
+    /// The last failure of a key past the most, while those go on.
+    crowded: Option<Instant>,
+    /// When quiet episodes were last forgotten.
+    swept: Option<Instant>,
 }
 
 impl<K: Eq + Hash, T> Episodes<K, T> {
@@ -39,6 +49,8 @@ impl<K: Eq + Hash, T> Episodes<K, T> {
         Self {
             open: HashMap::new(),
             most,
+            crowded: None,
+            swept: None,
         }
     }
 
@@ -49,21 +61,43 @@ impl<K: Eq + Hash, T> Episodes<K, T> {
         if self.open.contains_key(&key) {
             return false;
         }
+        self.sweep(now);
         if self.open.len() < self.most {
             let failing = Failing {
                 since: now,
                 reason,
                 refused: 0,
+                last: now,
             };
             self.open.insert(key, failing);
+            return true;
         }
-        true
+        let began = self
+            .crowded
+            .is_none_or(|last| now.saturating_duration_since(last) >= QUIET_AFTER);
+        self.crowded = Some(now);
+        began
     }
 
-    /// The episode of `key`, if one is under way, with one more send refused by it.
-    pub(crate) fn refuse(&mut self, key: &K) -> Option<&Failing<T>> {
+    /// Forgets the episodes quiet for a spell, when room is needed or a spell has passed since
+    /// the last look: their keys (a requester that left, say) fail no more.
+    fn sweep(&mut self, now: Instant) {
+        let due = self
+            .swept
+            .is_none_or(|swept| now.saturating_duration_since(swept) >= QUIET_AFTER);
+        if !due && self.open.len() < self.most {
+            return;
+        }
+        self.swept = Some(now);
+        self.open
+            .retain(|_, failing| now.saturating_duration_since(failing.last) < QUIET_AFTER);
+    }
+
+    /// The episode of `key`, if one is under way, with one more send refused by it at `now`.
+    pub(crate) fn refuse(&mut self, key: &K, now: Instant) -> Option<&Failing<T>> {
         let failing = self.open.get_mut(key)?;
         failing.refused += 1;
+        failing.last = now;
         Some(failing)
     }
 
@@ -103,10 +137,12 @@ mod tests {
             "a failure within it begins none"
         );
         assert_eq!(
-            episodes.refuse(&"slow").map(|f| (f.reason, f.refused)),
+            episodes
+                .refuse(&"slow", start)
+                .map(|f| (f.reason, f.refused)),
             Some(("full", 1))
         );
-        assert_eq!(episodes.refuse(&"slow").map(|f| f.refused), Some(2));
+        assert_eq!(episodes.refuse(&"slow", start).map(|f| f.refused), Some(2));
         assert!(episodes.failed("other", start, "full"), "one episode a key");
         assert_eq!(
             episodes.reached(&"slow", || start + Duration::from_secs(7)),
@@ -116,17 +152,47 @@ mod tests {
             })
         );
         assert_eq!(episodes.reached(&"slow", || start), None, "it ended");
-        assert_eq!(episodes.refuse(&"slow"), None, "nothing refuses after it");
+        assert_eq!(
+            episodes.refuse(&"slow", start),
+            None,
+            "nothing refuses after it"
+        );
         assert!(episodes.failed("slow", start, "full"), "a new one begins");
     }
 
     #[test]
-    fn episodes_are_bounded_and_a_key_past_the_bound_still_gets_its_warning() {
+    fn keys_past_the_bound_share_one_episode_warned_of_once() {
         let start = Instant::now();
         let mut episodes = Episodes::new(4);
-        for key in 0..10 {
+        for key in 0..4 {
             assert!(episodes.failed(key, start, ()));
         }
+        assert!(episodes.failed(4, start, ()), "the first past the bound");
+        for key in 5..1_000 {
+            assert!(!episodes.failed(key, start, ()), "counted, not warned of");
+        }
         assert_eq!(episodes.len(), 4);
+        assert!(
+            episodes.failed(1_000, start + QUIET_AFTER * 2, ()),
+            "the named ones went quiet and made room"
+        );
+        assert_eq!(episodes.len(), 1);
+    }
+
+    #[test]
+    fn an_episode_quiet_for_a_spell_is_forgotten_though_room_is_left() {
+        let start = Instant::now();
+        let mut episodes = Episodes::new(1_024);
+        assert!(episodes.failed("left", start, ()));
+        assert!(episodes.failed("stays", start, ()));
+        let later = start + QUIET_AFTER;
+        assert!(episodes.refuse(&"stays", later).is_some());
+        assert!(episodes.failed("new", later, ()));
+        assert_eq!(
+            episodes.reached(&"left", || later),
+            None,
+            "a requester that left is forgotten"
+        );
+        assert!(episodes.reached(&"stays", || later).is_some());
     }
 }

@@ -6,7 +6,8 @@
 //! A backend meets the contract in [`backend`]; a connection holds it erased
 //! ([`Transport::sockets`]), so nothing above names one.
 //!
-//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`), `pattern` and `settings`. Only
+//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`, `throttle`), `pattern`,
+//! `routing` and `settings`. Only
 //! the `zeromq` and `libzmq` modules name a client's types.
 
 mod backend;
@@ -17,6 +18,7 @@ mod episodes;
 #[cfg(feature = "libzmq")]
 pub(crate) mod libzmq;
 mod reading_end;
+mod requesters;
 mod writer;
 #[cfg(feature = "zeromq")]
 pub(crate) mod zeromq;
@@ -38,7 +40,9 @@ use ruststream::{Bytes, HeaderMap};
 use tokio::{runtime::Handle, sync::watch, task::JoinHandle, time::Instant};
 
 use self::backend::{DuplexSocket, Opening, ReadSocket, WriteSocket};
-use crate::{error::ZmqError, monitor::ZmqMonitor, pattern::Role, wire::Frames};
+use crate::{
+    error::ZmqError, monitor::ZmqMonitor, pattern::Role, routing::beyond_loopback, wire::Frames,
+};
 
 /// A task a socket runs: a duplex socket's loop.
 pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -103,6 +107,12 @@ struct Sockets<B: SocketBackend> {
 }
 
 impl<B: SocketBackend> Sockets<B> {
+    /// What to say, as a socket binds, of where it listens ([`say_bound`]).
+    fn bound(&self) -> impl Fn(&str) + Send + 'static {
+        let curve = B::curve(&self.options);
+        move |address| say_bound(address, B::NAME, curve)
+    }
+
     fn opening(&self, role: Role, address: String) -> Opening<B::Options> {
         Opening {
             role,
@@ -110,6 +120,32 @@ impl<B: SocketBackend> Sockets<B> {
             monitor: self.monitor.clone(),
             options: self.options.clone(),
         }
+    }
+}
+
+/// Says once, as a socket binds, that it listens beyond the loopback: a warning in clear, a
+/// note under CURVE.
+fn say_bound(address: &str, backend: &'static str, curve: bool) {
+    if !beyond_loopback(address) {
+        return;
+    }
+    if curve {
+        tracing::info!(
+            endpoint = address,
+            backend,
+            curve,
+            "listening beyond the loopback under CURVE: only clients that hold the server's key \
+             (and, with an allow-list, a listed key of their own) get through"
+        );
+    } else {
+        tracing::warn!(
+            endpoint = address,
+            backend,
+            curve,
+            "listening beyond the loopback in clear: any host that reaches this address can \
+             connect, unauthenticated and unencrypted, and send what it likes; bind 127.0.0.1, or \
+             turn on CURVE with an allow-list on the libzmq backend (README, \"Hostile peers\")"
+        );
     }
 }
 
@@ -121,8 +157,10 @@ impl<B: SocketBackend> Opens for Sockets<B> {
         topics: Vec<String>,
     ) -> BoxFuture<'static, Result<(Reader, String), ZmqError>> {
         let at = self.opening(role, address);
+        let say = self.bound();
         Box::pin(async move {
             let (reader, bound) = B::Reader::bind(at, topics).await?;
+            say(&bound);
             Ok((Reader::Sockets(Box::new(reader)), bound))
         })
     }
@@ -146,8 +184,10 @@ impl<B: SocketBackend> Opens for Sockets<B> {
         address: String,
     ) -> BoxFuture<'static, Result<(Sending, String), ZmqError>> {
         let at = self.opening(role, address);
+        let say = self.bound();
         Box::pin(async move {
             let (writer, bound) = B::Writer::bind(at).await?;
+            say(&bound);
             Ok((Sending::Sockets(Box::new(writer)), bound))
         })
     }
@@ -171,9 +211,11 @@ impl<B: SocketBackend> Opens for Sockets<B> {
         shutdown: watch::Receiver<bool>,
     ) -> BoxFuture<'static, Result<(Started, Option<String>), ZmqError>> {
         let at = self.opening(role, address);
+        let say = self.bound();
         Box::pin(async move {
             let (duplex, bound) = if binds {
                 let (duplex, bound) = B::Duplex::bind(at).await?;
+                say(&bound);
                 (duplex, Some(bound))
             } else {
                 (B::Duplex::dial(at).await?, None)

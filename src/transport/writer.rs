@@ -78,7 +78,10 @@ impl Shared {
         if !self.failing.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.reach().refuse(&()).cloned().map_or(Ok(()), Err)
+        self.reach()
+            .refuse(&(), Instant::now())
+            .cloned()
+            .map_or(Ok(()), Err)
     }
 
     fn failed(&self, reason: String) {

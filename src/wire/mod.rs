@@ -40,10 +40,11 @@ pub struct WireLimits {
 }
 
 impl Default for WireLimits {
-    /// 8 MiB a message, 64 KiB and 128 lines of headers, 8 frames.
+    /// 256 KiB a message, 64 KiB and 128 lines of headers, 8 frames: what one peer can make the
+    /// service hold stays in tens of MiB (README, "Hostile peers").
     fn default() -> Self {
         Self {
-            message_bytes: 8 << 20,
+            message_bytes: 256 << 10,
             header_bytes: 64 << 10,
             header_lines: 128,
             frames: 8,
@@ -151,6 +152,9 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// How many rules there are: [`rule`](Self::rule) names one of them.
+    pub(crate) const RULES: usize = 12;
+
     /// A short, stable word for the rule, used as a log field.
     #[must_use]
     pub const fn rule(&self) -> &'static str {
@@ -278,6 +282,9 @@ pub const CORRELATION_ID: &str = "correlation-id";
 /// The prefix of a reply address: `zmq-reply:<hex of the peer's identity>`, or
 /// `zmq-reply:req:<hex>` for a REQ peer, whose answer carries the empty delimiter back.
 pub const REPLY_PREFIX: &str = "zmq-reply:";
+/// What [`ToRequester`](crate::ToRequester) answers to when a request's `reply-to` is not a
+/// reply address: an address that is refused, so that an answer never goes where a peer wrote.
+pub(crate) const NOT_A_REPLY: &str = "zmq-reply:!";
 /// What follows [`REPLY_PREFIX`] in the reply address of a REQ peer.
 pub const REQ_MARK: &str = "req:";
 /// The name an answer carries on frame 0.
@@ -375,6 +382,12 @@ pub fn parse_requester(address: &str) -> Result<Requester, ZmqError> {
     let rest = address
         .strip_prefix(REPLY_PREFIX)
         .ok_or_else(|| invalid("it does not start with `zmq-reply:`"))?;
+    if address == NOT_A_REPLY {
+        return Err(invalid(
+            "the request's `reply-to` was not a `zmq-reply:` address; a peer wrote it, and an \
+             answer goes only to a requester of this responder, never where a peer says",
+        ));
+    }
     let (delimited, hex) = match rest.strip_prefix(REQ_MARK) {
         Some(hex) => (true, hex),
         None => (false, rest),

@@ -3,7 +3,7 @@
 //!
 //! Imports: its parent `libzmq`, and `error`, `monitor`, `pattern` and `wire`.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use ruststream::Bytes;
 use tokio::time::{Instant, sleep_until};
@@ -11,14 +11,14 @@ use tokio::time::{Instant, sleep_until};
 use super::{Options, Socket, driven::Sending, send_failed};
 use crate::{
     error::ZmqError,
-    monitor::ZmqMonitor,
     pattern::Role,
     transport::{
         Direct, DirectSend,
         backend::{Driving, DuplexDriver, DuplexSocket, Opening},
         duplex::HandedSend,
-        episodes::{Ended, Episodes},
-        late_for_its_turn, socket_gone,
+        late_for_its_turn,
+        requesters::Requesters,
+        socket_gone,
     },
     wire::Frames,
 };
@@ -46,13 +46,14 @@ impl DuplexSocket for LibzmqDuplex {
     /// its deadline, while the socket goes on reading answers. The task reads the socket.
     fn drive(self, _reads_itself: bool) -> Driving<LibzmqDuplexDriver> {
         let Self(socket) = self;
+        let requesters = (socket.role == Role::Router).then(|| {
+            let queue = format!("{} answers", socket.peer_queue);
+            Requesters::new(&socket.address, socket.monitor.clone(), queue)
+        });
         let direct = DuplexDirect {
             sending: socket.driven.sending(),
-            role: socket.role,
             address: socket.address.clone(),
-            monitor: socket.monitor.clone(),
-            peer_queue: socket.peer_queue,
-            not_reading: Mutex::new(Episodes::new(NOT_READING_MOST)),
+            requesters,
         };
         Driving {
             endpoint: socket.address.clone(),
@@ -154,88 +155,35 @@ impl Socket {
     }
 }
 
-/// How many requesters not reading their answers are tracked at once, for one warning each.
-const NOT_READING_MOST: usize = 1_024;
-
 /// Sends a duplex socket's messages from the tasks that send them, through the socket its task
 /// drives. A ROUTER never waits for one peer: an answer to a requester whose queue is full fails
 /// at once. A DEALER's send that finds no room goes to the socket's task, which waits for room.
 struct DuplexDirect {
     sending: Sending,
-    role: Role,
     address: String,
-    monitor: ZmqMonitor,
-    peer_queue: usize,
-    /// A ROUTER's requesters whose answers are being dropped, for one warning an episode.
-    not_reading: Mutex<Episodes<Bytes>>,
+    /// A ROUTER's requesters; none on a DEALER.
+    requesters: Option<Requesters>,
 }
 
 impl DirectSend for DuplexDirect {
     fn send(&self, frames: Frames) -> Direct {
-        Direct::Now(match self.sending.try_send(&frames) {
-            Ok(true) => {
-                self.answered(&frames);
+        Direct::Now(match (self.sending.try_send(&frames), &self.requesters) {
+            (Ok(true), Some(requesters)) => {
+                requesters.answered(identity(&frames));
                 Ok(())
             }
-            Ok(false) if self.role == Role::Dealer => return Direct::ToTask(frames),
-            // Waiting for one requester would hold up every other answer.
-            Ok(false) => Err(self.not_reading(&frames)),
+            (Ok(true), None) => Ok(()),
+            (Ok(false), None) => return Direct::ToTask(frames),
+            (Ok(false), Some(requesters)) => Err(requesters.not_reading(identity(&frames).clone())),
             // The socket's task closed it.
-            Err(zmq::Error::ETERM) => Err(socket_gone()),
-            Err(err) => Err(send_failed(&self.address, err)),
+            (Err(zmq::Error::ETERM), _) => Err(socket_gone()),
+            (Err(err), _) => Err(send_failed(&self.address, err)),
         })
     }
 }
 
-impl DuplexDirect {
-    fn episodes(&self) -> std::sync::MutexGuard<'_, Episodes<Bytes>> {
-        self.not_reading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A ROUTER's answer to a requester that is not reading is dropped: counted, and warned
-    /// about once until that requester reads again.
-    fn not_reading(&self, frames: &Frames) -> ZmqError {
-        self.monitor.count_dropped_not_reading();
-        let identity = frames.first().cloned().unwrap_or_default();
-        let mut episodes = self.episodes();
-        // A drop within an episode is counted in it; the first begins one, and warns.
-        let began =
-            episodes.refuse(&identity).is_none() && episodes.failed(identity, Instant::now(), ());
-        drop(episodes);
-        if began {
-            tracing::warn!(
-                endpoint = %self.address,
-                rule = "peer-not-reading",
-                queue = self.peer_queue,
-                "a requester is not reading its answers: they are dropped until it reads again"
-            );
-        }
-        ZmqError::Send {
-            endpoint: self.address.clone(),
-            source: format!(
-                "the requester is not reading: its queue of {} answers is full",
-                self.peer_queue
-            )
-            .into(),
-        }
-    }
-
-    /// An answer left: a requester that was not reading reads again.
-    fn answered(&self, frames: &Frames) {
-        if self.role != Role::Router {
-            return;
-        }
-        let mut episodes = self.episodes();
-        let ended = frames
-            .first()
-            .and_then(|id| episodes.reached(id, Instant::now));
-        if let Some(Ended { refused, .. }) = ended {
-            drop(episodes);
-            // The drop that began the episode, and each since.
-            let dropped = refused + 1;
-            tracing::info!(endpoint = %self.address, dropped, "a requester reads its answers again");
-        }
-    }
+/// The requester an answer goes to: its first frame.
+fn identity(frames: &Frames) -> &Bytes {
+    static NONE: Bytes = Bytes::new();
+    frames.first().unwrap_or(&NONE)
 }

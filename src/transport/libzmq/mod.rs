@@ -18,6 +18,7 @@
 mod driven;
 mod duplex;
 mod security;
+mod seed;
 mod watcher;
 pub(super) mod zap;
 
@@ -61,6 +62,7 @@ impl Backend for Libzmq {
 }
 
 impl SocketBackend for Libzmq {
+    const NAME: &'static str = "libzmq";
     type Options = Options;
     type Reader = LibzmqReader;
     type Writer = LibzmqWriter;
@@ -68,20 +70,27 @@ impl SocketBackend for Libzmq {
 
     fn options(settings: &Settings, config: Config) -> Options {
         Options {
-            peer_queue: config.peer_queue,
+            peer_queue: config
+                .peer_queue
+                .unwrap_or_else(|| peer_queue_within(PEER_BUDGET, settings.limits.message_bytes())),
             max_message_bytes: settings.limits.message_bytes(),
             heartbeat: config.heartbeat,
             handshake_timeout: config.handshake_timeout,
             security: config.security,
         }
     }
+
+    fn curve(options: &Options) -> bool {
+        options.security.is_some()
+    }
 }
 
 /// What only a broker on libzmq sets ([`ZmqBroker`](crate::ZmqBroker)'s libzmq settings).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// How many messages a socket queues for one peer, each way.
-    pub(crate) peer_queue: usize,
+    /// How many messages a socket queues for one peer, each way; by default as many of the
+    /// largest a peer may send as [`PEER_BUDGET`] holds.
+    pub(crate) peer_queue: Option<usize>,
     /// How often a connection is checked with a PING, and how long it may stay silent after
     /// one before it is cut; none when off.
     pub(crate) heartbeat: Option<(Duration, Duration)>,
@@ -94,7 +103,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            peer_queue: 1_000,
+            peer_queue: None,
             heartbeat: Some((Duration::from_secs(2), Duration::from_secs(10))),
             handshake_timeout: Duration::from_secs(10),
             security: None,
@@ -118,8 +127,25 @@ pub(crate) struct Options {
     security: Option<Security>,
 }
 
-/// One libzmq context for the process: its I/O thread serves every socket.
-pub(super) static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
+/// The bytes a socket queues for one peer each way, by default: the per-peer queue holds as many
+/// messages of the largest size a peer may send.
+pub(crate) const PEER_BUDGET: usize = 32 << 20;
+
+/// The most messages a per-peer queue holds by default, however small the largest message.
+const PEER_QUEUE_MOST: usize = 1_000;
+
+/// How many messages of up to `message_bytes` fit in `budget`: at least 1, at most
+/// [`PEER_QUEUE_MOST`].
+pub(crate) fn peer_queue_within(budget: usize, message_bytes: usize) -> usize {
+    (budget / message_bytes.max(1)).clamp(1, PEER_QUEUE_MOST)
+}
+
+/// One libzmq context for the process: its I/O thread serves every socket. Made once the
+/// routing ids a ROUTER gives anonymous peers start where no peer can foresee.
+pub(super) static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(|| {
+    seed::seed_routing_ids();
+    zmq::Context::new()
+});
 
 /// How soon a dialing socket tries again after a failed or lost connection, and the most it
 /// backs off to.
@@ -466,4 +492,21 @@ impl WriteSocket for LibzmqWriter {
 fn send_failed(address: &str, err: zmq::Error) -> ZmqError {
     let unknown_peer = err == zmq::Error::EHOSTUNREACH;
     refused_send(address, err, unknown_peer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_queue_holds_the_budget_in_messages_of_the_largest_size() {
+        assert_eq!(peer_queue_within(PEER_BUDGET, 256 << 10), 128);
+        assert_eq!(peer_queue_within(PEER_BUDGET, 8 << 20), 4);
+        assert_eq!(peer_queue_within(PEER_BUDGET, 64 << 20), 1, "never none");
+        assert_eq!(
+            peer_queue_within(PEER_BUDGET, 16),
+            1_000,
+            "never past the most"
+        );
+    }
 }

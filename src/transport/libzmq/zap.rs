@@ -3,20 +3,29 @@
 //! `inproc://zeromq.zap.01`. One thread answers those requests for every such endpoint of the
 //! process, each known by the ZAP domain its sockets carry.
 //!
-//! A refused client is logged once per endpoint and key, naming the endpoint, the peer's address
-//! and the key's fingerprint; libzmq then reports the failed handshake to the socket's monitor,
-//! which counts it.
+//! A refused client is logged once a burst of its attempts per endpoint and key, naming the
+//! endpoint, the peer's address and the key's fingerprint; past [`KEYS_NAMED`] keys, one line
+//! covers the rest. libzmq then reports the failed handshake to the socket's monitor, which
+//! counts it.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     sync::{
         LazyLock, Mutex, OnceLock, PoisonError,
         atomic::{AtomicU64, Ordering},
     },
 };
 
+use tokio::time::Instant;
+
 use super::{CONTEXT, resumed};
-use crate::curve::{AllowList, CurvePublicKey};
+use crate::{
+    curve::{AllowList, CurvePublicKey},
+    throttle::{Note, Say, Throttle},
+};
+
+/// How many refused keys an endpoint names in its warnings at once.
+const KEYS_NAMED: usize = 1_024;
 
 /// Where libzmq sends its authentication requests.
 const HANDLER: &str = "inproc://zeromq.zap.01";
@@ -30,11 +39,11 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Whether the handler's thread runs (or why it could not start).
 static HANDLER_STARTED: OnceLock<Result<(), zmq::Error>> = OnceLock::new();
 
-/// One endpoint's allow-list, and the keys it refused so far (each logged once).
+/// One endpoint's allow-list, and the bursts of refusals under way (one warning each).
 struct Domain {
     allowed: AllowList,
     endpoint: String,
-    refused: HashSet<CurvePublicKey>,
+    refused: Throttle<CurvePublicKey>,
 }
 
 /// A registered allow-list; dropping it forgets the domain.
@@ -71,7 +80,7 @@ pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered,
         Domain {
             allowed,
             endpoint: endpoint.to_owned(),
-            refused: HashSet::new(),
+            refused: Throttle::new(KEYS_NAMED),
         },
     );
     Ok(Registered { domain })
@@ -162,15 +171,13 @@ fn answer(request: &[Vec<u8>]) -> Vec<Vec<u8>> {
     );
     if verdict == Verdict::Refused
         && let (Some(known), Some(key)) = (domains.get_mut(domain.as_ref()), key)
-        && first_refusal(&mut known.refused, key)
     {
-        tracing::warn!(
-            endpoint = %known.endpoint,
-            peer = %String::from_utf8_lossy(address),
-            key = %key.fingerprint(),
-            rule = "curve-allow-list",
-            "refused a client whose CURVE key is not on the endpoint's allow-list; it is \
-             refused again at every attempt, logged once"
+        let note = known.refused.note(key, Instant::now());
+        warn_refused(
+            &known.endpoint,
+            &String::from_utf8_lossy(address),
+            &key,
+            note,
         );
     }
     reply(version, id, verdict)
@@ -197,16 +204,37 @@ fn verdict(allowed: Option<&AllowList>, key: Option<&CurvePublicKey>) -> Verdict
     }
 }
 
-/// Notes a refusal of `key`; answers whether it is the first (the one that is logged). Bounded:
-/// past 1,024 keys an endpoint stops remembering, and logs each new one.
-fn first_refusal(refused: &mut HashSet<CurvePublicKey>, key: CurvePublicKey) -> bool {
-    if refused.contains(&key) {
-        return false;
+/// Warns of a refused client once a burst of its attempts, and once a minute while they go on;
+/// keys past the most named share one line.
+fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, note: Note) {
+    let rule = "curve-allow-list";
+    match (note.say, note.crowded) {
+        (Say::First { .. }, false) => tracing::warn!(
+            endpoint,
+            peer,
+            key = %key.fingerprint(),
+            rule,
+            "refused a client whose CURVE key is not on the endpoint's allow-list; its further \
+             attempts are refused and told once a minute while they go on"
+        ),
+        (Say::First { .. }, true) => tracing::warn!(
+            endpoint,
+            peer,
+            rule,
+            keys = KEYS_NAMED,
+            "refusing clients of more keys than are named one by one: the rest are counted, and \
+             told once a minute while they go on"
+        ),
+        (Say::Again { untold, since }, crowded) => tracing::warn!(
+            endpoint,
+            key = %if crowded { "(unnamed)".to_owned() } else { key.fingerprint().to_string() },
+            rule,
+            refused = untold,
+            since = ?since.elapsed(),
+            "still refusing clients whose CURVE key is not on the endpoint's allow-list"
+        ),
+        (Say::Nothing, _) => {}
     }
-    if refused.len() < 1_024 {
-        refused.insert(key);
-    }
-    true
 }
 
 fn reply(version: &[u8], id: &[u8], verdict: Verdict) -> Vec<Vec<u8>> {
@@ -255,18 +283,6 @@ mod tests {
             Verdict::Admitted,
             "a server with no list"
         );
-    }
-
-    #[test]
-    fn a_refused_key_is_logged_once_and_the_memory_of_them_is_bounded() {
-        let key = CurveKeyPair::generate().unwrap().public();
-        let mut refused = HashSet::new();
-        assert!(first_refusal(&mut refused, key));
-        assert!(!first_refusal(&mut refused, key));
-        for _ in 0..1_100 {
-            first_refusal(&mut refused, CurveKeyPair::generate().unwrap().public());
-        }
-        assert_eq!(refused.len(), 1_024);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::OwnedMutexGuard;
 use zeromq::{
     MultiPeerBackend, RouterRecvHalf, RouterSendHalf, Socket, SocketRecv, SocketSend,
@@ -25,6 +25,7 @@ use crate::{
         Direct, DirectSend,
         backend::{Driving, DuplexDriver, DuplexSocket, Opening},
         duplex::HandedSend,
+        requesters::Requesters,
         socket_gone,
     },
     wire::Frames,
@@ -68,6 +69,7 @@ impl DuplexSocket for ZeromqDuplex {
         let direct: Option<Arc<dyn DirectSend>> = match (&split, &dealer) {
             (Some(split), _) => Some(Arc::new(RouterDirect {
                 send: Arc::clone(&split.send),
+                requesters: Requesters::new(&endpoint, this.monitor.clone(), PEER_QUEUE.into()),
                 endpoint,
             })),
             (None, Some(slot)) => Some(Arc::new(DealerDirect {
@@ -233,10 +235,21 @@ impl DirectSend for DealerDirect {
     }
 }
 
-/// Sends a bound ROUTER's answers from the task that sends them.
+/// What the client queues for one peer before a send to it waits: a constant of the client's.
+const PEER_QUEUE: &str = "100,000 answers (the client's own)";
+
+/// How many times an answer is tried at once before its requester counts as not reading: a try
+/// that finds the client's table of peers busy with another send waits too, and that is no
+/// verdict on the requester.
+const TRIES: usize = 3;
+
+/// Sends a bound ROUTER's answers from the task that sends them. An answer never waits for one
+/// requester: the client queues a whole message for its peer or nothing, so a send that cannot
+/// finish at once has queued nothing, and is dropped as an answer to a requester not reading.
 struct RouterDirect {
     send: Arc<Mutex<Option<RouterSendHalf>>>,
     endpoint: Arc<str>,
+    requesters: Requesters,
 }
 
 impl DirectSend for RouterDirect {
@@ -246,19 +259,25 @@ impl DirectSend for RouterDirect {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let endpoint = Arc::clone(&self.endpoint);
         let Some(mut half) = half else {
             return Direct::Now(Err(socket_gone()));
         };
+        let identity = frames.first().cloned().unwrap_or_default();
         let Ok(message) = ClientMessage::try_from(frames) else {
             return Direct::Now(Ok(()));
         };
-        Direct::Later(Box::pin(async move {
-            Direct::Now(
-                half.send(message)
-                    .await
-                    .map_err(|err| send_error(&endpoint, err)),
-            )
-        }))
+        for _ in 0..TRIES {
+            // Polled once, then dropped unfinished: the client queues the message whole or not
+            // at all.
+            match half.send(message.clone()).now_or_never() {
+                Some(Ok(())) => {
+                    self.requesters.answered(&identity);
+                    return Direct::Now(Ok(()));
+                }
+                Some(Err(err)) => return Direct::Now(Err(send_error(&self.endpoint, err))),
+                None => {}
+            }
+        }
+        Direct::Now(Err(self.requesters.not_reading(identity)))
     }
 }

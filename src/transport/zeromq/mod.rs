@@ -53,6 +53,7 @@ impl Backend for Zeromq {
 }
 
 impl SocketBackend for Zeromq {
+    const NAME: &'static str = "zeromq";
     // The client fixes its own queues and limits: nothing to pass.
     type Options = ();
     type Reader = ZeromqReader;
