@@ -21,8 +21,9 @@
 //! (`ZmqBroker::heartbeat`), a handshake timeout, per-peer queues (`ZmqBroker::peer_queue`),
 //! frames over [`WireLimits::max_message_bytes`] refused before they are read, and CURVE with an
 //! allow-list of clients (`ZmqEndpoint::curve`, `CurveKeyPair`). Those settings exist only on a
-//! libzmq broker ([`libzmq::ZmqQueue`] and its siblings). The README compares the two, and says
-//! what a peer that stops reading gets on each.
+//! libzmq broker ([`libzmq::ZmqQueue`] and its siblings). Each backend's module has a prelude
+//! with its brokers under the names of [`prelude`] ([`zeromq::prelude`], [`libzmq::prelude`]).
+//! The README compares the two, and says what a peer that stops reading gets on each.
 //!
 //! # Testing a service
 //!

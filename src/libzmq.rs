@@ -14,7 +14,8 @@
 //! # let _ = exposed;
 //! ```
 //!
-//! Imports: `broker`, `endpoint`, `pattern` and `transport` (its backend's marker).
+//! Imports: `broker`, `endpoint`, `pattern` and `transport` (its backend's marker); its
+//! [`prelude`] imports the crate's.
 
 use std::time::Duration;
 
@@ -82,4 +83,21 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
         self.config.handshake_timeout = timeout;
         self
     }
+}
+
+/// The crate's [prelude](crate::prelude) with the brokers on libzmq: a routes file that imports
+/// it runs there whatever else the build turns on, and may use libzmq's own settings.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use ruststream_zmq::libzmq::prelude::*;
+///
+/// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+///     .heartbeat(Duration::from_secs(1), Duration::from_secs(5));
+/// # let _ = broker;
+/// ```
+pub mod prelude {
+    pub use super::{ZmqFanout, ZmqQueue, ZmqRpc};
+    pub use crate::prelude::*;
 }

@@ -9,7 +9,8 @@
 //! # let _ = loopback;
 //! ```
 //!
-//! Imports: `broker`, `endpoint` and `transport` (its backend's marker).
+//! Imports: `broker`, `endpoint` and `transport` (its backend's marker); its [`prelude`] imports
+//! the crate's.
 
 #[doc(inline)]
 pub use crate::transport::zeromq::Zeromq;
@@ -26,3 +27,18 @@ pub type ZmqFanout<S = Bound> = ZmqBroker<FanoutKind, S, Zeromq>;
 pub type ZmqRpc<S = Bound> = ZmqBroker<RpcKind, S, Zeromq>;
 
 // Connected, a broker is the same type on every backend: `ConnectedZmqQueue` and its siblings.
+
+/// The crate's [prelude](crate::prelude) with the brokers on the `zeromq` client: a routes file
+/// that imports it runs there whatever else the build turns on.
+///
+/// ```
+/// use ruststream_zmq::zeromq::prelude::*;
+///
+/// let broker: ruststream_zmq::zeromq::ZmqQueue =
+///     ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+/// # let _ = broker;
+/// ```
+pub mod prelude {
+    pub use super::{ZmqFanout, ZmqQueue, ZmqRpc};
+    pub use crate::prelude::*;
+}
