@@ -14,6 +14,11 @@
 //! fleet report --dir . --faults r1 --live w1     # tallies the JSON lines, prints the report
 //! ```
 //!
+//! Every role takes `--backend zeromq` or `--backend libzmq`: the socket backend its brokers run
+//! on, one the binary was built with (`zeromq` by default when it was; `fleet backend` prints
+//! the one a role would take). On libzmq every connection speaks CURVE and sends heartbeats (see
+//! `Net`).
+//!
 //! - The **ventilator** binds a queue (PUSH) and publishes numbered jobs to it, and binds a
 //!   fan-out (PUB) on which it announces its progress.
 //! - A **worker** has a dialing queue subscription on the jobs, and does work that takes a few
@@ -43,7 +48,9 @@ use std::{
 
 use ruststream::{Broker, ConnectedBroker};
 use ruststream_zmq::prelude::*;
-use ruststream_zmq::{Attempt, ZmqPublisher};
+use ruststream_zmq::{
+    Attempt, Backend, FanoutKind, Mechanism, Pattern, QueueKind, ZmqBroker, ZmqPublisher,
+};
 use serde::{Deserialize, Serialize};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -204,15 +211,19 @@ async fn main() -> Result<(), Failure> {
         return Err("usage: fleet vent|worker|sink|await|report --option value ...".into());
     };
     let args = Args::parse(rest)?;
+    let backend = Choice::of(&args)?;
     match role.as_str() {
-        "vent" => vent(&args).await,
-        "worker" => worker(&args).await,
-        "sink" => sink(&args).await,
+        "vent" | "worker" | "sink" => match backend {
+            #[cfg(feature = "zeromq")]
+            Choice::Zeromq => on::<ruststream_zmq::zeromq::Zeromq>(role, &args).await,
+            #[cfg(feature = "libzmq")]
+            Choice::Libzmq => on::<ruststream_zmq::libzmq::Libzmq>(role, &args).await,
+        },
         "await" => settle(&args).await,
-        "report" => report(&args),
-        // The socket backend this binary was built with, for the script.
+        "report" => report(&args, backend),
+        // The socket backend a role would run on, for the script.
         "backend" => {
-            println!("{}", net::BACKEND);
+            println!("{}", backend.name());
             Ok(())
         }
         other => {
@@ -221,112 +232,114 @@ async fn main() -> Result<(), Failure> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The sockets: plain on the default backend; CURVE and quick heartbeats on libzmq
-
-/// With libzmq every connection of the fleet speaks CURVE, and every broker sends heartbeats
-/// often, so that a peer gone silent is cut within [`HEARTBEAT_TIMEOUT`](net::HEARTBEAT_TIMEOUT).
-///
-/// The keys come from environment variables (Z85 text; `scripts/fleet.sh` makes them): the
-/// ventilator's and the sink's server key pairs (`FLEET_VENT_PUBLIC` and `FLEET_VENT_SECRET`,
-/// `FLEET_SINK_...`), each worker's client key pair (`FLEET_W1_PUBLIC`, ...), and the client
-/// keys the servers admit (`FLEET_CLIENTS`, comma separated).
-#[cfg(not(feature = "zeromq"))]
-mod net {
-    use std::time::Duration;
-
-    use ruststream_zmq::{
-        Bound, Curve, CurveKeyPair, CurvePublicKey, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint,
-    };
-
-    use super::Failure;
-
-    pub const BACKEND: &str = "libzmq";
-    pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
-    pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(2);
-
-    fn var(name: &str) -> String {
-        format!("FLEET_{}", name.to_uppercase())
-    }
-
-    fn pair(who: &str) -> Result<CurveKeyPair, Failure> {
-        let public = var(&format!("{who}_public"));
-        let secret = var(&format!("{who}_secret"));
-        Ok(CurveKeyPair::from_env(&public, &secret)?)
-    }
-
-    fn public(who: &str) -> Result<CurvePublicKey, Failure> {
-        let name = var(&format!("{who}_public"));
-        let text = std::env::var(&name).map_err(|_| format!("{name} is not set"))?;
-        Ok(CurvePublicKey::from_z85(&text)?)
-    }
-
-    fn clients() -> Result<Vec<CurvePublicKey>, Failure> {
-        let text = std::env::var("FLEET_CLIENTS").map_err(|_| "FLEET_CLIENTS is not set")?;
-        Ok(text
-            .split(',')
-            .filter(|k| !k.is_empty())
-            .map(CurvePublicKey::from_z85)
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// A server's endpoint (`vent`, `sink`): its key pair, the fleet's clients admitted.
-    pub fn serve(address: String, server: &str) -> Result<ZmqEndpoint<Bound, Curve>, Failure> {
-        Ok(ZmqEndpoint::bind(address)
-            .curve(pair(server)?)
-            .allow_clients(clients()?))
-    }
-
-    /// A worker's endpoint on a server: the worker's key pair, the server's public key.
-    pub fn dial(
-        address: String,
-        client: &str,
-        server: &str,
-    ) -> Result<ZmqEndpoint<Dialing, Curve>, Failure> {
-        Ok(ZmqEndpoint::dial(address).curve(pair(client)?, public(server)?))
-    }
-
-    /// A worker's retry queue, bound on its loopback. The copies to it leave through the jobs
-    /// broker, which speaks CURVE to the ventilator's key on every socket it dials, so the queue
-    /// serves with the ventilator's key pair, and admits this worker alone.
-    pub fn retry_queue(
-        address: String,
-        client: &str,
-    ) -> Result<ZmqEndpoint<Bound, Curve>, Failure> {
-        Ok(ZmqEndpoint::bind(address)
-            .curve(pair("vent")?)
-            .allow_clients([public(client)?]))
-    }
-
-    /// Heartbeats every [`HEARTBEAT_INTERVAL`], a silent peer cut after [`HEARTBEAT_TIMEOUT`].
-    pub fn tuned<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
-        broker.heartbeat(HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT)
-    }
-
-    /// A worker's jobs queue holds 100 jobs per connection, not libzmq's 1,000. libzmq stops
-    /// reading a connection whose queue is full, its peer's heartbeats too, and reads on once
-    /// half of it is taken: a worker with a backlog (the scale-out sends as fast as it can)
-    /// would go [`HEARTBEAT_TIMEOUT`] without hearing the ventilator, and cut its own
-    /// connection, losing what was queued on it. Half of 100 jobs takes the worker about 0.3 s.
-    pub fn jobs_queue<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
-        tuned(broker).peer_queue(100)
+/// Runs the role `role`, one that opens sockets, on backend `B`.
+async fn on<B: Net>(role: &str, args: &Args) -> Result<(), Failure> {
+    match role {
+        "vent" => vent::<B>(args).await,
+        "worker" => worker::<B>(args).await,
+        _ => sink::<B>(args).await,
     }
 }
 
-/// The default backend: no CURVE, no heartbeats.
+/// The socket backend `--backend` names, among those this binary was built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    #[cfg(feature = "zeromq")]
+    Zeromq,
+    #[cfg(feature = "libzmq")]
+    Libzmq,
+}
+
+impl Choice {
+    /// `--backend`, or the crate root's backend without it.
+    fn of(args: &Args) -> Result<Self, Failure> {
+        let default = if cfg!(feature = "zeromq") {
+            "zeromq"
+        } else {
+            "libzmq"
+        };
+        let name = args.text_or("backend", default);
+        match name.as_str() {
+            #[cfg(feature = "zeromq")]
+            "zeromq" => return Ok(Self::Zeromq),
+            #[cfg(feature = "libzmq")]
+            "libzmq" => return Ok(Self::Libzmq),
+            _ => {}
+        }
+        Err(if name == "zeromq" || name == "libzmq" {
+            format!("--backend {name}: this binary was built without the `{name}` feature")
+        } else {
+            format!("--backend {name}: zeromq or libzmq")
+        }
+        .into())
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            #[cfg(feature = "zeromq")]
+            Self::Zeromq => "zeromq",
+            #[cfg(feature = "libzmq")]
+            Self::Libzmq => "libzmq",
+        }
+    }
+
+    fn is_libzmq(self) -> bool {
+        self.name() == "libzmq"
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sockets: plain on the `zeromq` client; CURVE and quick heartbeats on libzmq
+
+/// The fleet's heartbeat on libzmq: a PING every 500 ms, a peer silent for 2 s cut.
+const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The fleet's brokers on one backend: what the roles open, whichever it is.
+trait Net: Backend + Sized {
+    /// What every connection of the fleet speaks on this backend.
+    type Mechanism: Mechanism;
+
+    /// A server's endpoint (`vent`, `sink`).
+    fn serve(address: String, server: &str)
+    -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure>;
+
+    /// A worker's endpoint on a server.
+    fn dial(
+        address: String,
+        client: &str,
+        server: &str,
+    ) -> Result<ZmqEndpoint<Dialing, Self::Mechanism>, Failure>;
+
+    /// A worker's retry queue, bound on its loopback.
+    fn retry_queue(
+        address: String,
+        client: &str,
+    ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure>;
+
+    /// A broker of pattern `P` over `endpoint`, tuned for the fleet.
+    fn broker<P: Pattern, S: Side>(
+        endpoint: ZmqEndpoint<S, Self::Mechanism>,
+    ) -> ZmqBroker<P, S, Self>;
+
+    /// A worker's jobs queue.
+    fn jobs_queue(
+        endpoint: ZmqEndpoint<Dialing, Self::Mechanism>,
+    ) -> ZmqBroker<QueueKind, Dialing, Self> {
+        Self::broker(endpoint)
+    }
+}
+
+/// The `zeromq` client: no CURVE, no heartbeats.
 #[cfg(feature = "zeromq")]
-mod net {
-    use ruststream_zmq::{Bound, Dialing, Pattern, Side, ZmqBroker, ZmqEndpoint};
+impl Net for ruststream_zmq::zeromq::Zeromq {
+    type Mechanism = ruststream_zmq::Plain;
 
-    use super::Failure;
-
-    pub const BACKEND: &str = "zeromq";
-
-    pub fn serve(address: String, _server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+    fn serve(address: String, _server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
         Ok(ZmqEndpoint::bind(address))
     }
 
-    pub fn dial(
+    fn dial(
         address: String,
         _client: &str,
         _server: &str,
@@ -334,16 +347,104 @@ mod net {
         Ok(ZmqEndpoint::dial(address))
     }
 
-    pub fn retry_queue(address: String, _client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+    fn retry_queue(address: String, _client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
         Ok(ZmqEndpoint::bind(address))
     }
 
-    pub fn tuned<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
-        broker
+    fn broker<P: Pattern, S: Side>(endpoint: ZmqEndpoint<S>) -> ZmqBroker<P, S, Self> {
+        ZmqBroker::new(endpoint)
+    }
+}
+
+/// With libzmq every connection of the fleet speaks CURVE, and every broker sends heartbeats
+/// often, so that a peer gone silent is cut within [`HEARTBEAT_TIMEOUT`].
+///
+/// The keys come from environment variables (Z85 text; `scripts/fleet.sh` makes them): the
+/// ventilator's and the sink's server key pairs (`FLEET_VENT_PUBLIC` and `FLEET_VENT_SECRET`,
+/// `FLEET_SINK_...`), each worker's client key pair (`FLEET_W1_PUBLIC`, ...), and the client
+/// keys the servers admit (`FLEET_CLIENTS`, comma separated).
+#[cfg(feature = "libzmq")]
+impl Net for ruststream_zmq::libzmq::Libzmq {
+    type Mechanism = ruststream_zmq::Curve;
+
+    fn serve(
+        address: String,
+        server: &str,
+    ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
+        Ok(ZmqEndpoint::bind(address)
+            .curve(keys::pair(server)?)
+            .allow_clients(keys::clients()?))
     }
 
-    pub fn jobs_queue<P: Pattern, S: Side>(broker: ZmqBroker<P, S>) -> ZmqBroker<P, S> {
-        broker
+    fn dial(
+        address: String,
+        client: &str,
+        server: &str,
+    ) -> Result<ZmqEndpoint<Dialing, Self::Mechanism>, Failure> {
+        Ok(ZmqEndpoint::dial(address).curve(keys::pair(client)?, keys::public(server)?))
+    }
+
+    /// The copies to a worker's retry queue leave through its jobs broker, which speaks CURVE
+    /// to the ventilator's key on every socket it dials, so the queue serves with the
+    /// ventilator's key pair, and admits this worker alone.
+    fn retry_queue(
+        address: String,
+        client: &str,
+    ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
+        Ok(ZmqEndpoint::bind(address)
+            .curve(keys::pair("vent")?)
+            .allow_clients([keys::public(client)?]))
+    }
+
+    /// Heartbeats every [`HEARTBEAT_INTERVAL`], a silent peer cut after [`HEARTBEAT_TIMEOUT`].
+    fn broker<P: Pattern, S: Side>(
+        endpoint: ZmqEndpoint<S, Self::Mechanism>,
+    ) -> ZmqBroker<P, S, Self> {
+        ZmqBroker::new(endpoint).heartbeat(HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT)
+    }
+
+    /// A worker's jobs queue holds 100 jobs per connection, not libzmq's 1,000. libzmq stops
+    /// reading a connection whose queue is full, its peer's heartbeats too, and reads on once
+    /// half of it is taken: a worker with a backlog (the scale-out sends as fast as it can)
+    /// would go [`HEARTBEAT_TIMEOUT`] without hearing the ventilator, and cut its own
+    /// connection, losing what was queued on it. Half of 100 jobs takes the worker about 0.3 s.
+    fn jobs_queue(
+        endpoint: ZmqEndpoint<Dialing, Self::Mechanism>,
+    ) -> ZmqBroker<QueueKind, Dialing, Self> {
+        Self::broker(endpoint).peer_queue(100)
+    }
+}
+
+/// The CURVE keys of the libzmq fleet, from the environment.
+#[cfg(feature = "libzmq")]
+mod keys {
+    use ruststream_zmq::{CurveKeyPair, CurvePublicKey};
+
+    use super::Failure;
+
+    fn var(name: &str) -> String {
+        format!("FLEET_{}", name.to_uppercase())
+    }
+
+    pub fn pair(who: &str) -> Result<CurveKeyPair, Failure> {
+        let public = var(&format!("{who}_public"));
+        let secret = var(&format!("{who}_secret"));
+        Ok(CurveKeyPair::from_env(&public, &secret)?)
+    }
+
+    pub fn public(who: &str) -> Result<CurvePublicKey, Failure> {
+        let name = var(&format!("{who}_public"));
+        let text = std::env::var(&name).map_err(|_| format!("{name} is not set"))?;
+        Ok(CurvePublicKey::from_z85(&text)?)
+    }
+
+    pub fn clients() -> Result<Vec<CurvePublicKey>, Failure> {
+        let text = std::env::var("FLEET_CLIENTS").map_err(|_| "FLEET_CLIENTS is not set")?;
+        Ok(text
+            .split(',')
+            .filter(|k| !k.is_empty())
+            .map(CurvePublicKey::from_z85)
+            .collect::<Result<_, _>>()?)
     }
 }
 
@@ -381,7 +482,7 @@ fn watch(monitor: ZmqMonitor, broker: &str, run: Option<String>, sink: Option<St
 // ---------------------------------------------------------------------------------------------
 // The ventilator
 
-async fn vent(args: &Args) -> Result<(), Failure> {
+async fn vent<B: Net>(args: &Args) -> Result<(), Failure> {
     let jobs_at = args.text("jobs-bind")?;
     let progress_at = args.text("progress-bind")?;
     let count = args.number("jobs", 100)?;
@@ -396,11 +497,11 @@ async fn vent(args: &Args) -> Result<(), Failure> {
     let failures = args.text_or("failures", "no") == "yes";
     let go = args.text_or("go", "");
 
-    let jobs = net::tuned(ZmqQueue::new(net::serve(jobs_at, "vent")?))
+    let jobs = B::broker::<QueueKind, _>(B::serve(jobs_at, "vent")?)
         .connect()
         .await?;
     let bound = jobs.bind_publisher().await?;
-    let progress = net::tuned(ZmqFanout::new(net::serve(progress_at, "vent")?))
+    let progress = B::broker::<FanoutKind, _>(B::serve(progress_at, "vent")?)
         .connect()
         .await?;
     let progress_bound = progress.bind_publisher().await?;
@@ -617,14 +718,14 @@ async fn hear(progress: &Progress, State(listener): State<Listener>) -> HandlerO
     HandlerOutcome::ack()
 }
 
-async fn worker(args: &Args) -> Result<(), Failure> {
+async fn worker<B: Net>(args: &Args) -> Result<(), Failure> {
     let name = args.text("name")?;
     let jobs_at = args.text("jobs")?;
     let progress_at = args.text("progress")?;
     let results_at = args.text("results")?;
     let retry_port = args.number("retry-port", 5560)?;
     // The results queue's broker lives as long as the publisher taken from it.
-    let results = net::tuned(ZmqQueue::new(net::dial(results_at, &name, "sink")?))
+    let results = B::broker::<QueueKind, _>(B::dial(results_at, &name, "sink")?)
         .connect()
         .await?;
     let state = Worker {
@@ -638,17 +739,14 @@ async fn worker(args: &Args) -> Result<(), Failure> {
     let listener = Listener { name: name.clone() };
     let jobs = RustStream::new(AppInfo::new("fleet-worker", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(WorkerState { worker: state }))
+        .with_broker(B::jobs_queue(B::dial(jobs_at, &name, "vent")?), |b| {
+            b.include(
+                work.name("jobs")
+                    .out_retry(format!("jobs.retry@{retry_at}")),
+            );
+        })
         .with_broker(
-            net::jobs_queue(ZmqQueue::new(net::dial(jobs_at, &name, "vent")?)),
-            |b| {
-                b.include(
-                    work.name("jobs")
-                        .out_retry(format!("jobs.retry@{retry_at}")),
-                );
-            },
-        )
-        .with_broker(
-            net::tuned(ZmqQueue::new(net::retry_queue(retry_at.clone(), &name)?)),
+            B::broker::<QueueKind, _>(B::retry_queue(retry_at.clone(), &name)?),
             |b| {
                 b.include(work_again.name("jobs.retry"));
             },
@@ -658,7 +756,7 @@ async fn worker(args: &Args) -> Result<(), Failure> {
     let hearing = RustStream::new(AppInfo::new("fleet-progress", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(ListenerState { listener }))
         .with_broker(
-            net::tuned(ZmqFanout::new(net::dial(progress_at, &name, "vent")?)),
+            B::broker::<FanoutKind, _>(B::dial(progress_at, &name, "vent")?),
             |b| {
                 // Acked always: the destination is there because a dialing registration must name one.
                 b.include(
@@ -711,13 +809,13 @@ async fn collect(result: &JobResult, State(sink): State<Sink>) -> HandlerOutcome
     HandlerOutcome::ack()
 }
 
-async fn sink(args: &Args) -> Result<(), Failure> {
+async fn sink<B: Net>(args: &Args) -> Result<(), Failure> {
     let bind = args.text("bind")?;
     let sink = Sink {
         name: args.text_or("name", "sink"),
     };
     let name = sink.name.clone();
-    let results = net::tuned(ZmqQueue::new(net::serve(bind, "sink")?));
+    let results = B::broker::<QueueKind, _>(B::serve(bind, "sink")?);
     watch(results.monitor(), "results", None, Some(name.clone()));
     let running = RustStream::new(AppInfo::new("fleet-sink", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(SinkState { sink }))
@@ -1419,7 +1517,7 @@ fn fault_run(lines: &[Line], run: &str, margins: Margins) -> (FaultRun, Windows)
     (f, windows)
 }
 
-fn report(args: &Args) -> Result<(), Failure> {
+fn report(args: &Args, backend: Choice) -> Result<(), Failure> {
     let dir = PathBuf::from(args.text("dir")?);
     let lines = read_records(&dir)?;
     let margins = Margins {
@@ -1490,12 +1588,13 @@ fn report(args: &Args) -> Result<(), Failure> {
                 (up - down) as f64 / 1000.0
             );
         }
-        #[cfg(not(feature = "zeromq"))]
-        println!(
-            "  libzmq backend: CURVE on every connection, heartbeats every {} ms, a silent peer cut after {} ms",
-            net::HEARTBEAT_INTERVAL.as_millis(),
-            net::HEARTBEAT_TIMEOUT.as_millis()
-        );
+        if backend.is_libzmq() {
+            println!(
+                "  libzmq backend: CURVE on every connection, heartbeats every {} ms, a silent peer cut after {} ms",
+                HEARTBEAT_INTERVAL.as_millis(),
+                HEARTBEAT_TIMEOUT.as_millis()
+            );
+        }
         if let Some((stop, start)) = w.sink {
             println!(
                 "  the sink stopped and restarted {:.1} s later",
@@ -1559,11 +1658,12 @@ fn report(args: &Args) -> Result<(), Failure> {
                 f.cut_worker_back_at_sink_ms,
             );
         }
-        #[cfg(not(feature = "zeromq"))]
-        println!(
-            "  connections refused at their CURVE handshake: {}",
-            f.peers_refused
-        );
+        if backend.is_libzmq() {
+            println!(
+                "  connections refused at their CURVE handshake: {}",
+                f.peers_refused
+            );
+        }
         if w.sink.is_some() {
             println!(
                 "  first result at the restarted sink, per worker (ms after it started): {}",
@@ -1642,11 +1742,10 @@ fn report(args: &Args) -> Result<(), Failure> {
                 f.reconnect_after_cut_ms.is_some(),
             );
         }
-        #[cfg(not(feature = "zeromq"))]
-        {
+        if backend.is_libzmq() {
             // A heartbeat goes out every interval; a peer silent for the timeout after one is
             // cut. The monitor is read every 20 ms: a second covers that and a loaded machine.
-            let limit = (net::HEARTBEAT_INTERVAL + net::HEARTBEAT_TIMEOUT).as_millis() + 1_000;
+            let limit = (HEARTBEAT_INTERVAL + HEARTBEAT_TIMEOUT).as_millis() + 1_000;
             let limit = u64::try_from(limit).unwrap_or(u64::MAX);
             if w.cut.is_some() {
                 expect(
@@ -1675,7 +1774,7 @@ fn report(args: &Args) -> Result<(), Failure> {
         }
         summary.faults = Some(f);
     }
-    summary.backend = net::BACKEND;
+    summary.backend = backend.name();
     summary.scale = scale;
     summary.expectations = expectations;
     println!("expectations:");

@@ -5,20 +5,22 @@
 # a worker's link cut and restored, the sink restarted, and a worker whose jobs fail and come back
 # through its own retry queue. It prints a report and exits non-zero when an expectation fails.
 #
-#   scripts/fleet.sh [--short] [--features LIST] [--bin PATH] [--dir DIR] [--summary FILE]
+#   scripts/fleet.sh [--short] [--backend zeromq|libzmq] [--features LIST] [--bin PATH] [--dir DIR]
+#                    [--summary FILE]
 #
 # --short   about 30 s in all (the test suite runs this); without it, about 100 s
-# --features the crate's features to build the fleet with, in place of the defaults (`libzmq`:
-#            the libzmq backend alone)
+# --backend the socket backend every process of the fleet runs on, one the binary was built with
+#            (default: the binary's default, `zeromq` when it has it; `fleet backend` says)
+# --features the crate's features to build the fleet with, in place of the defaults (with
+#            `--backend libzmq` and no `--features`, the defaults and `libzmq`)
 # --bin     the fleet binary (default: built with `cargo build --example fleet`)
 # --dir     where each process's record (JSON lines) and log go (default: a fresh temp dir)
 # --summary where the report's figures go, as JSON
 #
-# On the libzmq backend (the binary says which it was built with: `fleet backend`) every
-# connection speaks CURVE and heartbeats every 500 ms: the script makes a key pair for the
-# ventilator, the sink and each worker with pyzmq (`zmq.curve_keypair()`, libzmq's generator;
-# the interpreter in $RUSTSTREAM_ZMQ_PYTHON, else .venv/bin/python as scripts/test.sh makes it,
-# else python3) and hands them over in environment variables.
+# On the libzmq backend every connection speaks CURVE and heartbeats every 500 ms: the script
+# makes a key pair for the ventilator, the sink and each worker with pyzmq (`zmq.curve_keypair()`,
+# libzmq's generator; the interpreter in $RUSTSTREAM_ZMQ_PYTHON, else .venv/bin/python as
+# scripts/test.sh makes it, else python3) and hands them over in environment variables.
 #
 # Needs root (namespaces) and iproute2. Every namespace it makes lives under a name with this
 # run's pid in it, inside a namespace of its own acting as the switch, so the root namespace's
@@ -27,6 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 short=0
+backend=""
 features=""
 bin=""
 dir=""
@@ -34,6 +37,7 @@ summary=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) short=1 ;;
+        --backend) backend="$2"; shift ;;
         --features) features="$2"; shift ;;
         --bin) bin="$2"; shift ;;
         --dir) dir="$2"; shift ;;
@@ -48,14 +52,21 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 if [ -z "$bin" ]; then
-    cargo build --quiet --example fleet ${features:+--no-default-features --features "$features"}
+    if [ -n "$features" ]; then
+        cargo build --quiet --example fleet --no-default-features --features "$features"
+    elif [ "$backend" = libzmq ]; then
+        cargo build --quiet --example fleet --features libzmq
+    else
+        cargo build --quiet --example fleet
+    fi
     bin="${CARGO_TARGET_DIR:-target}/debug/examples/fleet"
 fi
 bin="$(realpath "$bin")"
 [ -n "$dir" ] || dir="$(mktemp -d /tmp/fleet.XXXXXX)"
 mkdir -p "$dir"
 [ -n "$summary" ] || summary="$dir/summary.json"
-backend="$("$bin" backend)"
+# The backend asked for, if the binary has it; else the binary's default.
+backend="$("$bin" backend ${backend:+--backend "$backend"})"
 
 if [ "$backend" = libzmq ]; then
     python=""
@@ -164,7 +175,8 @@ results_at="tcp://${addr[sink]}:5570"
 # start NAME HOST ROLE ARGS...: the process's record goes to NAME.jsonl, its log to NAME.log.
 start() {
     local name=$1 host=$2; shift 2
-    ip netns exec "$prefix-$host" "$bin" "$@" > "$dir/$name.jsonl" 2> "$dir/$name.log" &
+    ip netns exec "$prefix-$host" "$bin" "$@" --backend "$backend" \
+        > "$dir/$name.jsonl" 2> "$dir/$name.log" &
     pid[$name]=$!
 }
 
@@ -281,5 +293,5 @@ for name in vent-faults w2 w3 w4 sink2; do stop "$name"; done
 
 echo
 echo "fleet: ${#hosts[@]} hosts (namespaces on one bridge), records in $dir"
-"$bin" report --dir "$dir" --scale scale1:1,scale2:2,scale4:4 --faults faults \
-    --live w2,w3,w4 --expect-retries yes --summary "$summary"
+"$bin" report --backend "$backend" --dir "$dir" --scale scale1:1,scale2:2,scale4:4 \
+    --faults faults --live w2,w3,w4 --expect-retries yes --summary "$summary"
