@@ -4,9 +4,10 @@
 use std::{convert::Infallible, time::Duration};
 
 use ruststream::{Broker, ConnectedBroker};
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 
-use crate::support::{Calls, Feeder, Payment, Plan, journal};
+use super::Feeder;
+use crate::support::{Calls, Payment, Plan, journal};
 
 #[derive(FromRef)]
 struct AppState {

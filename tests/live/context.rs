@@ -6,7 +6,7 @@ use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use ruststream::testing::TestApp;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, RequestReply, Str};
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 

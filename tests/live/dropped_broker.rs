@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use ruststream::{Broker, BytesMut, OutgoingMessage, Publisher, Subscribe, Subscriber};
-use ruststream_zmq::{ZmqEndpoint, ZmqQueue, ZmqRpc};
+use ruststream_zmq::ZmqEndpoint;
+
+use super::{ZmqQueue, ZmqRpc};
 
 /// How many tasks are alive on the test's own runtime.
 fn alive_tasks() -> usize {

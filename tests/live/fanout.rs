@@ -4,9 +4,11 @@
 use std::{convert::Infallible, sync::Arc};
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use ruststream_zmq::{ZmqPublisher, prelude::*};
+use ruststream_zmq::ZmqPublisher;
+
 use tokio::sync::watch;
 
+use super::{BACKEND, prelude::*};
 use crate::support::{
     Attempt, Calls, Journal, Payment, Plan, Seen, capture_logs, free_port, journal, log_lines,
     logged, sent_reaches,
@@ -205,32 +207,32 @@ async fn a_bound_fanout_copies_reach_its_own_listener_from_the_first_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_under_the_own_prefix_arrives_back_and_startup_says_so() {
     capture_logs();
+    // The names are this backend's: the same test on the other one logs beside it.
+    let parcels = BACKEND.own("parcels");
+    let dead = format!("{parcels}.dead");
     let (calls, mut journal) = journal();
     let broker = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = broker.monitor();
     let app = RustStream::new(AppInfo::new("fanout", "0.1.0"))
         .on_startup(state!(calls, Gate::open()))
         .with_broker(broker, |b| {
-            b.include(listen.name("parcels"))
+            b.include(listen.name(parcels.clone()))
                 .max_attempts(nonzero!(2u32))
-                .dead_letter("parcels.dead");
+                .dead_letter(dead.clone());
         });
     let running = app.start().await.unwrap();
-    let line = logged(&[
-        "parcels.dead",
-        "under this fan-out subscription's own prefix",
-    ])
-    .await;
+    let line = logged(&[&dead, "under this fan-out subscription's own prefix"]).await;
     assert!(
-        line.contains("subscription=\"parcels\"") || line.contains("subscription=parcels"),
+        line.contains(&format!("subscription=\"{parcels}\""))
+            || line.contains(&format!("subscription={parcels}")),
         "{line}"
     );
     let (peer, publisher) = dialing_publisher(&monitor.bound_address().unwrap()).await;
-    warm_up(&publisher, "parcels.warmup", &mut [&mut journal]).await;
+    warm_up(&publisher, &format!("{parcels}.warmup"), &mut [&mut journal]).await;
     let sent_before = monitor.sent();
     // Retries twice: the second is at the cap, so the delivery leaves as a dead letter, whose
     // name `parcels.dead` the subscription `parcels` hears.
-    publish(&publisher, "parcels", 1, Plan::Retry { times: 2 }).await;
+    publish(&publisher, &parcels, 1, Plan::Retry { times: 2 }).await;
     let seen = journal
         .until("the dead letter back at the subscription", |s| {
             own(s).len() == 3
@@ -242,14 +244,14 @@ async fn a_dead_letter_under_the_own_prefix_arrives_back_and_startup_says_so() {
     // which one the third was: the second delivery was at the cap and left as the dead letter,
     // once, and the service sent two messages in all, the copy and that dead letter.
     let dead_lettered = log_lines(&[
-        "parcels.dead",
+        &dead,
         "retry attempts exhausted; publishing the delivery to the dead-letter destination",
     ]);
     assert_eq!(dead_lettered.len(), 1, "{dead_lettered:#?}");
     assert!(
         dead_lettered[0].contains("attempt=2")
-            && (dead_lettered[0].contains("subscription=parcels ")
-                || dead_lettered[0].contains("subscription=\"parcels\"")),
+            && (dead_lettered[0].contains(&format!("subscription={parcels} "))
+                || dead_lettered[0].contains(&format!("subscription=\"{parcels}\""))),
         "{}",
         dead_lettered[0]
     );
@@ -335,10 +337,7 @@ async fn every_subscriber_gets_every_message_and_a_slow_one_holds_no_one_back() 
     // the burst exactly, the warm-up message still counted can cost the burst's last message.
     // The `zeromq` client's queue is 100,000.
     fn queued<S: ruststream_zmq::Side>(broker: ZmqFanout<S>) -> ZmqFanout<S> {
-        #[cfg(not(feature = "zeromq"))]
-        return broker.peer_queue(2 * MESSAGES as usize);
-        #[cfg(feature = "zeromq")]
-        broker
+        super::with_subscriber_queue(broker, 2 * MESSAGES as usize)
     }
     let hub = queued(ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")))
         .connect()

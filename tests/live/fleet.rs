@@ -2,9 +2,10 @@
 //! and runs `examples/fleet.rs` on them, through a killed worker, a cut link, a restarted sink and
 //! retry copies; this test holds its counts to the at-most-once promise.
 //!
-//! Built with the `libzmq` feature, the fleet runs on libzmq with CURVE and heartbeats on: the
-//! ventilator must notice the cut worker gone within the heartbeat's timeout, and the only loss
-//! the cut may add is what it sent on the cut connection before it noticed.
+//! It runs once per compiled backend (`fleet.sh --backend`). On libzmq the fleet speaks CURVE
+//! with heartbeats on: the ventilator must notice the cut worker gone within the heartbeat's
+//! timeout, and the only loss the cut may add is what it sent on the cut connection before it
+//! noticed.
 //!
 //! Each loss must have a cause the records tell (the job was the killed worker's, or the cut
 //! worker's, or its result was in flight to the sink as it restarted), and each cause is capped
@@ -22,18 +23,18 @@ use std::{
 
 use serde_json::Value;
 
+use super::BACKEND;
+use crate::backend::Backend;
+
 /// Jobs per scale-out run and the stream of the fault run, as `--short` sets them.
 const SCALE_JOBS: u64 = 400;
 const FAULT_JOBS: u64 = 4_000;
 /// The fault run's rate, jobs a second.
-#[cfg(not(feature = "zeromq"))]
 const RATE: u64 = 200;
 /// The live workers when the link is cut (one was killed before): each gets a third of it.
-#[cfg(not(feature = "zeromq"))]
 const LIVE_AT_THE_CUT: u64 = 3;
 /// The fleet's heartbeat on libzmq (`examples/fleet.rs`): every 500 ms, cut after 2 s of
 /// silence. The monitor is read every 20 ms; one more second covers a loaded machine.
-#[cfg(not(feature = "zeromq"))]
 const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
 
 /// The short fleet was run `MEASURED_RUNS` times in a row on each backend, with a `yes` load on
@@ -44,15 +45,18 @@ const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
 /// share of the stream until the heartbeat noticed, steady from run to run, and may be a
 /// quarter more.
 const MEASURED_RUNS: u64 = 20;
-#[cfg(feature = "zeromq")]
-const WORST_SEEN: &[(&str, u64, u64)] = &[("killed worker", 8, 300), ("sink restart", 6, 300)];
-#[cfg(not(feature = "zeromq"))]
-const WORST_SEEN: &[(&str, u64, u64)] = &[
-    ("killed worker", 117, 300),
-    ("sink restart", 9, 300),
-    ("cut connection", 164, 125),
-    ("cut link", 1, 300),
-];
+/// Those figures on `backend`: a cause it has none for (the cut, on the default backend) fails.
+fn worst_seen(backend: Backend) -> &'static [(&'static str, u64, u64)] {
+    match backend {
+        Backend::Zeromq => &[("killed worker", 8, 300), ("sink restart", 6, 300)],
+        Backend::Libzmq => &[
+            ("killed worker", 117, 300),
+            ("sink restart", 9, 300),
+            ("cut connection", 164, 125),
+            ("cut link", 1, 300),
+        ],
+    }
+}
 
 /// Set to `1` to skip the fleet where network namespaces cannot be made.
 const SKIP_VAR: &str = "RUSTSTREAM_ZMQ_SKIP_FLEET";
@@ -114,6 +118,8 @@ fn fleet_binary() -> PathBuf {
         None => panic!("no profile directory above {}", exe.display()),
     };
     let target_dir = profile_dir.parent().expect("the target directory");
+    // The example is built with exactly the test's features, the backends among them, so the
+    // fleets of both backends in one run share one binary and its build.
     let mut features = Vec::new();
     if cfg!(feature = "testing") {
         features.push("testing");
@@ -124,7 +130,6 @@ fn fleet_binary() -> PathBuf {
     if cfg!(feature = "metrics") {
         features.push("metrics");
     }
-    // The example is built with exactly the test's features, the backends among them.
     if cfg!(feature = "zeromq") {
         features.push("zeromq");
     }
@@ -171,12 +176,18 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         return;
     }
     let binary = fleet_binary();
-    let dir = std::env::temp_dir().join(format!("ruststream-zmq-fleet-{}", std::process::id()));
+    let backend = BACKEND.name();
+    // The fleet of the other backend may run beside this one, in namespaces of its own.
+    let dir = std::env::temp_dir().join(format!(
+        "ruststream-zmq-fleet-{}-{backend}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     let summary_path = dir.join("summary.json");
     let out = Command::new("bash")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fleet.sh"))
         .arg("--short")
+        .args(["--backend", backend])
         .arg("--bin")
         .arg(&binary)
         .arg("--dir")
@@ -194,22 +205,17 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
     eprintln!("{printed}");
     assert!(
         out.status.success(),
-        "scripts/fleet.sh --short failed ({}):\n{printed}",
+        "scripts/fleet.sh --short --backend {backend} failed ({}):\n{printed}",
         out.status
     );
     let summary: Value = serde_json::from_slice(
         &std::fs::read(&summary_path).expect("the script wrote its summary"),
     )
     .expect("the summary is JSON");
-    let backend = if cfg!(not(feature = "zeromq")) {
-        "libzmq"
-    } else {
-        "zeromq"
-    };
     assert_eq!(
         summary["backend"].as_str(),
         Some(backend),
-        "the fleet ran on this build's backend"
+        "the fleet ran on the backend asked for"
     );
 
     // Scale-out: every job of each run collected once, with 1, 2 and 4 workers.
@@ -255,7 +261,9 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
     // on the default backend, whose connection outlives it) fails.
     for (cause, n) in causes {
         let n = n.as_u64().unwrap_or(u64::MAX);
-        let Some((_, worst, percent)) = WORST_SEEN.iter().find(|(c, ..)| cause.starts_with(c))
+        let Some((_, worst, percent)) = worst_seen(BACKEND)
+            .iter()
+            .find(|(c, ..)| cause.starts_with(c))
         else {
             panic!(
                 "{n} job(s) lost to \"{cause}\", a cause this backend ({backend}) must not \
@@ -287,38 +295,12 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
             "a job lost to \"{cause}\" was not {whose}'s: {job}"
         );
     }
-    #[cfg(feature = "zeromq")]
-    assert!(
-        faults["cut_noticed_by_ventilator_ms"].is_null(),
-        "without heartbeats the cut goes unnoticed while it lasts: {faults:#}"
-    );
-    #[cfg(not(feature = "zeromq"))]
-    {
-        // Heartbeats: the ventilator and the sink cut the silent worker's connection within
-        // the timeout, and it connects again once its link is back.
-        let noticed = number(faults, "/cut_noticed_by_ventilator_ms");
-        assert!(
-            noticed <= NOTICED_WITHIN_MS,
-            "the ventilator noticed the cut {noticed} ms after it: {faults:#}"
-        );
-        assert!(number(faults, "/cut_noticed_by_sink_ms") <= NOTICED_WITHIN_MS);
-        number(faults, "/cut_worker_back_at_ventilator_ms");
-        number(faults, "/cut_worker_back_at_sink_ms");
-        // What went down with the connection: the cut worker's share of the stream until the
-        // ventilator noticed, and a second more (what was in flight when the link went down).
-        let cut_connection: u64 = causes
-            .iter()
-            .filter(|(cause, _)| cause.starts_with("cut connection"))
-            .filter_map(|(_, n)| n.as_u64())
-            .sum();
-        let share = RATE * (noticed + 1_000) / 1_000 / LIVE_AT_THE_CUT;
-        assert!(
-            cut_connection <= share,
-            "the cut connection lost {cut_connection} jobs, more than the cut worker's share \
-             ({share}) of the stream until it was noticed: {causes:#?}"
-        );
-        // CURVE: every host was admitted.
-        assert_eq!(number(faults, "/peers_refused"), 0, "{faults:#}");
+    match BACKEND {
+        Backend::Zeromq => assert!(
+            faults["cut_noticed_by_ventilator_ms"].is_null(),
+            "without heartbeats the cut goes unnoticed while it lasts: {faults:#}"
+        ),
+        Backend::Libzmq => libzmq_noticed_the_cut(faults, causes),
     }
     // Retry copies: some went out, every one of a live worker came back.
     let scheduled = number(faults, "/retry_copies_scheduled");
@@ -351,4 +333,33 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
     for expectation in summary["expectations"].as_array().expect("expectations") {
         assert_eq!(expectation[1], Value::Bool(true), "{expectation}");
     }
+}
+
+/// On libzmq, what the heartbeats and CURVE did in the run with faults.
+fn libzmq_noticed_the_cut(faults: &Value, causes: &serde_json::Map<String, Value>) {
+    // Heartbeats: the ventilator and the sink cut the silent worker's connection within
+    // the timeout, and it connects again once its link is back.
+    let noticed = number(faults, "/cut_noticed_by_ventilator_ms");
+    assert!(
+        noticed <= NOTICED_WITHIN_MS,
+        "the ventilator noticed the cut {noticed} ms after it: {faults:#}"
+    );
+    assert!(number(faults, "/cut_noticed_by_sink_ms") <= NOTICED_WITHIN_MS);
+    number(faults, "/cut_worker_back_at_ventilator_ms");
+    number(faults, "/cut_worker_back_at_sink_ms");
+    // What went down with the connection: the cut worker's share of the stream until the
+    // ventilator noticed, and a second more (what was in flight when the link went down).
+    let cut_connection: u64 = causes
+        .iter()
+        .filter(|(cause, _)| cause.starts_with("cut connection"))
+        .filter_map(|(_, n)| n.as_u64())
+        .sum();
+    let share = RATE * (noticed + 1_000) / 1_000 / LIVE_AT_THE_CUT;
+    assert!(
+        cut_connection <= share,
+        "the cut connection lost {cut_connection} jobs, more than the cut worker's share \
+         ({share}) of the stream until it was noticed: {causes:#?}"
+    );
+    // CURVE: every host was admitted.
+    assert_eq!(number(faults, "/peers_refused"), 0, "{faults:#}");
 }

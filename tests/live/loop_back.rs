@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 
 use crate::support::{AppState, free_port, journal, work};
 

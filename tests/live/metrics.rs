@@ -8,7 +8,7 @@ use std::{
 
 use ruststream::metrics::Metrics;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
 
 use crate::support::{AppState, Payment, Plan, free_port, journal, work};

@@ -4,9 +4,10 @@
 use std::convert::Infallible;
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 
-use crate::support::{AppState, Calls, Feeder, Payment, Plan, free_port, journal, work};
+use super::Feeder;
+use crate::support::{AppState, Calls, Payment, Plan, free_port, journal, work};
 
 fn service<S: Side>(calls: Calls, broker: ZmqQueue<S>, names: &'static [&'static str]) -> impl App
 where

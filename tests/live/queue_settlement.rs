@@ -6,12 +6,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 
-use crate::support::{
-    AppState, Attempt, Calls, Feeder, Payment, Plan, capture_logs, free_port, journal, log_lines,
-    logged, sent_reaches, work,
-};
+use super::{BACKEND, Feeder};
+use crate::support::{AppState, Attempt, Calls, Payment, Plan, capture_logs, free_port, journal, log_lines, logged, sent_reaches, work};
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
 #[subscriber(QueueSubscription::<Dialing>)]
@@ -101,9 +99,11 @@ fn no_copies(monitor: &ZmqMonitor) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ack_is_answered_unsupported_and_the_message_is_done() {
     capture_logs();
-    let (running, monitor, feeder, mut journal) = start_bound!("ack-payments", |g| g);
-    feeder.send("ack-payments", 1, Plan::Ack).await;
-    feeder.send("ack-payments", 2, Plan::Ack).await;
+    // The name is this backend's: the same test on the other one logs beside it.
+    let name = BACKEND.own("ack-payments");
+    let (running, monitor, feeder, mut journal) = start_bound!(name.clone(), |g| g);
+    feeder.send(&name, 1, Plan::Ack).await;
+    feeder.send(&name, 2, Plan::Ack).await;
     journal
         .until("both payments", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -115,23 +115,25 @@ async fn an_ack_is_answered_unsupported_and_the_message_is_done() {
     );
     no_copies(&monitor);
     // Both acks answered Unsupported, and the runtime said so for each, naming the subscription.
-    answered_unsupported("ack-payments", 2).await;
+    answered_unsupported(&name, 2).await;
     running.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drop_is_answered_unsupported_and_the_message_is_gone() {
     capture_logs();
-    let (running, monitor, feeder, mut journal) = start_bound!("drop-payments", |g| g);
-    feeder.send("drop-payments", 1, Plan::Drop).await;
-    feeder.send("drop-payments", 2, Plan::Ack).await;
+    // The name is this backend's: the same test on the other one logs beside it.
+    let name = BACKEND.own("drop-payments");
+    let (running, monitor, feeder, mut journal) = start_bound!(name.clone(), |g| g);
+    feeder.send(&name, 1, Plan::Drop).await;
+    feeder.send(&name, 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
     assert_eq!(journal.of("work", 1).len(), 1);
     no_copies(&monitor);
     // The drop's nack(false) and the sentinel's ack: two settlements, each answered Unsupported.
-    answered_unsupported("drop-payments", 2).await;
+    answered_unsupported(&name, 2).await;
     running.shutdown().await.unwrap();
 }
 
@@ -285,17 +287,19 @@ async fn at_the_cap_the_delivery_goes_to_the_dead_letter_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning() {
     capture_logs();
+    // The name is this backend's: the same test on the other one logs beside it.
+    let name = BACKEND.own("nodl-payments");
     let (running, monitor, feeder, mut journal) =
-        start_bound!("nodl-payments", |g| g.max_attempts(nonzero!(2u32)));
+        start_bound!(name.clone(), |g| g.max_attempts(nonzero!(2u32)));
     feeder
-        .send("nodl-payments", 1, Plan::Retry { times: 10 })
+        .send(&name, 1, Plan::Retry { times: 10 })
         .await;
     logged(&[
-        "nodl-payments",
+        &name,
         "retry attempts exhausted and no dead-letter destination is declared",
     ])
     .await;
-    feeder.send("nodl-payments", 2, Plan::Ack).await;
+    feeder.send(&name, 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;
@@ -308,18 +312,20 @@ async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
     capture_logs();
-    let (running, monitor, feeder, mut journal) = start_bound!("loop-payments", |g| g
+    // The name is this backend's: the same test on the other one logs beside it.
+    let name = BACKEND.own("loop-payments");
+    let (running, monitor, feeder, mut journal) = start_bound!(name.clone(), |g| g
         .max_attempts(nonzero!(2u32))
-        .dead_letter("loop-payments.dead"));
+        .dead_letter(format!("{name}.dead")));
     feeder
-        .send("loop-payments", 1, Plan::Retry { times: 10 })
+        .send(&name, 1, Plan::Retry { times: 10 })
         .await;
-    let line = logged(&["loop-payments", "publishing the retry copy failed"]).await;
+    let line = logged(&[&name, "publishing the retry copy failed"]).await;
     assert!(
-        line.contains("is the listener of subscription `loop-payments`"),
+        line.contains(&format!("is the listener of subscription `{name}`")),
         "{line}"
     );
-    feeder.send("loop-payments", 2, Plan::Ack).await;
+    feeder.send(&name, 2, Plan::Ack).await;
     journal
         .until("the sentinel", |s| s.iter().any(|s| s.id == 2))
         .await;

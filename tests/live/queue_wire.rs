@@ -1,15 +1,20 @@
 //! The one-way wire contract on a queue, fed by a raw ZeroMQ peer: the three accepted forms, and
 //! every refusal with its warning and counter, the next good message still delivered.
 
-#[cfg(not(feature = "zeromq"))]
-use std::time::Duration;
-use std::{convert::Infallible, time::Instant};
+use std::{
+    convert::Infallible,
+    time::{Duration, Instant},
+};
 
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 use serde::Deserialize;
 use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
 
-use crate::support::{Calls, Journal, Payment, Plan, capture_logs, journal, log_lines};
+use super::BACKEND;
+use crate::{
+    backend::Backend,
+    support::{Calls, Journal, Payment, Plan, capture_logs, journal, log_lines},
+};
 
 #[derive(FromRef)]
 struct AppState {
@@ -102,11 +107,14 @@ async fn three_frames_two_frames_and_a_lone_frame_all_arrive() {
     running.shutdown().await.unwrap();
 }
 
-/// The refusal warnings logged so far for the subscription `name`, which no other test uses.
-fn refusal_warnings(name: &str) -> Vec<String> {
+/// The refusal warnings logged so far for the subscription `name` at `monitor`'s endpoint: no
+/// other test uses the name, and the same test on the other backend listens elsewhere.
+fn refusal_warnings(name: &str, monitor: &ZmqMonitor) -> Vec<String> {
+    let endpoint = monitor.bound_address().expect("the service is bound");
     log_lines(&[
         "refused a message from a peer",
         &format!("subscription={name} "),
+        &format!("endpoint={endpoint} "),
     ])
 }
 
@@ -161,7 +169,7 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
         assert_eq!(monitor.refused_by(rule), 1, "rule {rule}");
         // The reader logs a refusal before it reads the next message, so by now the warning is
         // written; one refusal, one warning, naming the subscription and the rule.
-        let warnings = refusal_warnings("refusals");
+        let warnings = refusal_warnings("refusals", &monitor);
         let of_this_rule: Vec<_> = warnings
             .iter()
             .filter(|line| line.contains(&format!("rule=\"{rule}\"")))
@@ -175,7 +183,7 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
         );
     }
     assert_eq!(monitor.refused(), 7);
-    assert_eq!(refusal_warnings("refusals").len(), 7);
+    assert_eq!(refusal_warnings("refusals", &monitor).len(), 7);
     assert!(
         journal.seen.iter().all(|s| s.id >= 100),
         "a refused message reached the handler"
@@ -183,11 +191,18 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
     running.shutdown().await.unwrap();
 }
 
+/// A lone frame over the message limit, and the next message: what each backend does with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_frame_over_the_message_limit_is_refused_and_the_service_reads_on() {
+    match BACKEND {
+        Backend::Zeromq => lone_frame_over_the_limit_refused_warned_and_counted().await,
+        Backend::Libzmq => lone_frame_over_the_limit_refused_before_it_is_read_and_its_peer_cut().await,
+    }
+}
+
 /// On the `zeromq` client a frame over the limit is read, then refused like any other message:
 /// one warning, one count, and the same peer's next message arrives.
-#[cfg(feature = "zeromq")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lone_frame_over_the_message_limit_is_refused_warned_and_counted() {
+async fn lone_frame_over_the_limit_refused_warned_and_counted() {
     capture_logs();
     let limits = WireLimits::default().max_message_bytes(4096);
     let (running, monitor, mut peer, mut journal) = serve("lone-frame", limits).await;
@@ -197,15 +212,13 @@ async fn a_lone_frame_over_the_message_limit_is_refused_warned_and_counted() {
         .until("the good message", |s| s.iter().any(|s| s.id == 1))
         .await;
     assert_eq!(monitor.refused_by("max-message-bytes"), 1);
-    assert_eq!(refusal_warnings("lone-frame").len(), 1);
+    assert_eq!(refusal_warnings("lone-frame", &monitor).len(), 1);
     running.shutdown().await.unwrap();
 }
 
 /// On libzmq a frame over the limit is refused before it is read (`ZMQ_MAXMSGSIZE`): the
 /// connection that sent it is cut and counted as a peer lost, and the service reads on.
-#[cfg(not(feature = "zeromq"))]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lone_frame_over_the_message_limit_is_refused_before_it_is_read_and_its_peer_cut() {
+async fn lone_frame_over_the_limit_refused_before_it_is_read_and_its_peer_cut() {
     let limits = WireLimits::default().max_message_bytes(4096);
     let (running, monitor, mut peer, mut journal) = serve("lone-frame", limits).await;
     let address = monitor.bound_address().unwrap();
@@ -256,7 +269,7 @@ async fn a_frame_of_100_000_header_lines_is_refused_before_any_header_map_is_bui
     );
     assert_eq!(monitor.refused_by("max-header-lines"), 1);
     assert_eq!(monitor.refused(), 1, "refused by another rule as well");
-    let warnings = refusal_warnings("many-lines");
+    let warnings = refusal_warnings("many-lines", &monitor);
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
     assert!(
         warnings[0].contains("rule=\"max-header-lines\"")

@@ -8,7 +8,9 @@ use ruststream::{
     Broker, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage, Publisher,
     RequestReply, Subscribe, Subscriber,
 };
-use ruststream_zmq::{ZmqEndpoint, ZmqError, ZmqRpc};
+use ruststream_zmq::{ZmqEndpoint, ZmqError};
+
+use super::ZmqRpc;
 
 fn ask(text: &str, correlation_id: &str) -> OutgoingMessage<'static, BytesMut> {
     let mut headers = HeaderMap::new();

@@ -10,7 +10,9 @@ use std::{
 use ruststream::{
     Broker, BytesMut, ConnectedBroker, HeaderMap, OutgoingMessage, Publisher, RequestReply,
 };
-use ruststream_zmq::{ConnectedZmqRpc, ZmqRequester, prelude::*};
+use ruststream_zmq::{ConnectedZmqRpc, ZmqRequester};
+
+use super::prelude::*;
 use serde::{Deserialize, Serialize};
 use zeromq::{ReqSocket, Socket, SocketRecv, SocketSend, ZmqMessage as Frames};
 
@@ -209,13 +211,10 @@ async fn many_requests_in_flight_share_one_dealer_and_each_gets_its_own_answer()
     connected.shutdown().await.unwrap();
 }
 
-#[path = "../common/memory.rs"]
-mod memory;
-
 /// The process's resident set now (`VmRSS`) and at its peak so far (`VmHWM`), in KiB; the test
 /// fails, saying so, without /proc.
 fn memory_kib() -> (u64, u64) {
-    let memory = memory::Memory::now();
+    let memory = crate::memory::Memory::now();
     (memory.rss_kib, memory.peak_kib)
 }
 
@@ -284,9 +283,11 @@ impl Figures {
 fn memory_stays_flat_over_100_000_requests() {
     use std::{io::Read, process::Stdio};
 
+    // `on_zeromq::rpc::memory_probe_100_000_requests` and so on: this backend's probe.
+    let probe = crate::support::test_name(module_path!(), "memory_probe_100_000_requests");
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
-            "rpc::memory_probe_100_000_requests",
+            probe.as_str(),
             "--exact",
             "--ignored",
             "--nocapture",
@@ -325,7 +326,7 @@ fn memory_stays_flat_over_100_000_requests() {
     assert!(status.success(), "the probe failed:\n{printed}\n{errors}");
     assert!(
         printed.contains("running 1 test\n")
-            && printed.contains("test rpc::memory_probe_100_000_requests ...")
+            && printed.contains(&format!("test {probe} ..."))
             && printed.contains("test result: ok. 1 passed;"),
         "the probe did not run exactly once:\n{printed}\n{errors}"
     );

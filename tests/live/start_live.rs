@@ -4,7 +4,7 @@
 //! runs, and the harness sees what that peer sends.
 
 use ruststream::testing::TestApp;
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing)]
@@ -50,7 +50,7 @@ async fn charge_dialing(payment: &Payment) -> HandlerOutcome {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dialing_queue_runs_live_and_the_harness_sees_what_a_peer_sends()
 -> Result<(), Box<dyn std::error::Error>> {
-    let (feeder, upstream) = crate::support::Feeder::bind("tcp://127.0.0.1:0").await;
+    let (feeder, upstream) = super::Feeder::bind("tcp://127.0.0.1:0").await;
     let app = RustStream::new(AppInfo::new("payments", "0.1.0")).with_broker(
         ZmqQueue::new(ZmqEndpoint::dial(upstream)),
         |b| {

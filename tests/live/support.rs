@@ -3,13 +3,14 @@
 
 use std::{
     io::Write,
+    marker::PhantomData,
     sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant},
 };
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use ruststream_zmq::prelude::*;
-use ruststream_zmq::{ConnectedZmqQueue, ZmqEndpoint, ZmqPublisher, ZmqQueue};
+use ruststream_zmq::{ConnectedZmqQueue, QueueKind, ZmqBroker, ZmqEndpoint, ZmqPublisher};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -165,17 +166,19 @@ mod ports;
 /// A loopback port nobody listens on right now, for endpoints a registration must name up front.
 pub use ports::free_port;
 
-/// A peer that feeds a queue: a publisher of a broker of its own.
-pub struct Feeder {
+/// A peer that feeds a queue: a publisher of a broker of its own, on backend `B` (each backend's
+/// topics name theirs `Feeder`).
+pub struct Feeder<B> {
     pub publisher: ZmqPublisher,
     shutdown: Box<dyn FnOnce() -> futures::future::BoxFuture<'static, ()> + Send>,
+    backend: PhantomData<fn() -> B>,
 }
 
-impl Feeder {
+impl<B: ruststream_zmq::Backend> Feeder<B> {
     /// A PUSH dialing a bound subscription.
     pub async fn dial(address: &str) -> Self {
         Self::of(
-            ZmqQueue::new(ZmqEndpoint::dial(address))
+            ZmqBroker::<QueueKind, _, B>::new(ZmqEndpoint::dial(address))
                 .connect()
                 .await
                 .unwrap(),
@@ -185,7 +188,7 @@ impl Feeder {
     /// A PUSH that binds `address` for a dialing subscription; answers it and the address it
     /// listens on.
     pub async fn bind(address: &str) -> (Self, String) {
-        let connected = ZmqQueue::new(ZmqEndpoint::bind(address))
+        let connected = ZmqBroker::<QueueKind, _, B>::new(ZmqEndpoint::bind(address))
             .connect()
             .await
             .unwrap();
@@ -199,6 +202,7 @@ impl Feeder {
             shutdown: Box::new(move || {
                 Box::pin(async move { connected.shutdown().await.unwrap() })
             }),
+            backend: PhantomData,
         }
     }
 
@@ -297,4 +301,14 @@ pub async fn eventually(limit: Duration, what: &str, done: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The name libtest gives the test `name` of the module whose `module_path!()` is `module`: that
+/// path without the crate's name (`on_libzmq::rpc::memory_probe_100_000_requests`), for a test
+/// that runs one of its own in a child process.
+pub fn test_name(module: &str, name: &str) -> String {
+    let (_, within) = module
+        .split_once("::")
+        .expect("a test module inside the test crate");
+    format!("{within}::{name}")
 }

@@ -6,9 +6,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 
-use crate::support::{Calls, Feeder, Payment, Plan, journal};
+use super::Feeder;
+use crate::support::{Calls, Payment, Plan, journal};
 
 #[derive(FromRef)]
 struct AppState {

@@ -2,9 +2,10 @@
 
 use std::{convert::Infallible, net::TcpListener};
 
-use ruststream_zmq::prelude::*;
+use super::prelude::*;
 
-use crate::support::{AppState, Calls, Feeder, Plan, journal, work};
+use super::Feeder;
+use crate::support::{AppState, Calls, Plan, journal, work};
 
 fn service(calls: Calls, address: &str) -> (impl App, ZmqMonitor) {
     let broker = ZmqQueue::new(ZmqEndpoint::bind(address));
