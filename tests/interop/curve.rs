@@ -8,12 +8,12 @@ use std::{
 };
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher, Subscribe};
-use ruststream_zmq::prelude::*;
 use ruststream_zmq::{Curve, CurveKeyPair, CurvePublicKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::prelude::*;
 use crate::support::{
     Deadline, PyPeer, STEP, Tap, alone, captured_logs, interrupt_until_handled_by, is_child,
     json_of, log_lines, logged, logs, python,
@@ -571,7 +571,12 @@ async fn every_pattern_refuses_a_wrong_server_key_and_an_unlisted_client() {
 }
 
 /// The test below, by the name libtest gives it: its child process runs it again by that name.
-const LOGGED_ONCE: &str = "curve::a_refused_client_is_logged_once_per_key_naming_the_endpoint_its_address_and_the_key_fingerprint";
+fn logged_once() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_refused_client_is_logged_once_per_key_naming_the_endpoint_its_address_and_the_key_fingerprint",
+    )
+}
 
 /// How many times the same unlisted key is refused before its log lines are counted.
 const ATTEMPTS: u64 = 4;
@@ -583,10 +588,10 @@ const ATTEMPTS: u64 = 4;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_client_is_logged_once_per_key_naming_the_endpoint_its_address_and_the_key_fingerprint()
  {
-    if is_child(LOGGED_ONCE) {
+    if is_child(&logged_once()) {
         return logged_once_in_a_process_of_its_own().await;
     }
-    alone(LOGGED_ONCE).await;
+    alone(&logged_once()).await;
 }
 
 async fn logged_once_in_a_process_of_its_own() {

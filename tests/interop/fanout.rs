@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher, Subscribe};
-use ruststream_zmq::{ZmqEndpoint, ZmqFanout, ZmqPublisher};
+use ruststream_zmq::{ZmqEndpoint, ZmqPublisher};
 use serde_json::json;
 
+use super::ZmqFanout;
 use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, logs};
 
 /// The name warm-ups travel under: inside the `orders` prefix, and no order's name.

@@ -23,9 +23,10 @@ use ruststream::{
     Broker, BytesMut, ConnectedBroker, IncomingMessage, OutgoingMessage, Publisher, RequestReply,
     Subscribe,
 };
-use ruststream_zmq::{ZmqEndpoint, ZmqError, ZmqFanout, ZmqQueue, ZmqRpc};
+use ruststream_zmq::{ZmqEndpoint, ZmqError};
 use serde_json::{Value, json};
 
+use super::{ZmqFanout, ZmqQueue, ZmqRpc};
 use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, logs};
 
 /// The heartbeat interval the libzmq peers use, in milliseconds.

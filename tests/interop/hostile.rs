@@ -1,16 +1,12 @@
 //! Peers that break the wire format on purpose. A libzmq peer sends every kind of malformed and
 //! oversized message among good ones; the service refuses each bad one, counted under its rule,
 //! handles every good one, and its memory stays bounded. A raw TCP peer speaking ZMTP by hand
-//! shows the one attack the client itself does not survive, and that a handshake still under way
-//! at shutdown does not leave the peer attached to a closed socket.
+//! shows that a handshake still under way at shutdown does not leave the peer attached to a closed
+//! socket (and, in `zeromq_faults`, the one attack the `zeromq` client itself does not survive).
 
 use std::{convert::Infallible, time::Duration};
 
 use ruststream::{Broker, ConnectedBroker};
-// The frame-length pin's service reads its subscription directly.
-#[cfg(feature = "zeromq")]
-use ruststream::Subscribe;
-use ruststream_zmq::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::{
@@ -18,9 +14,11 @@ use tokio::{
     sync::mpsc,
 };
 
-use crate::support::{ChildTest, Deadline, Memory, PyPeer, STEP, is_child, latin1, logs};
-#[cfg(feature = "zeromq")]
-use crate::support::{Tap, json_of};
+use super::{BACKEND, prelude::*};
+use crate::backend::Backend;
+use crate::support::{
+    ChildTest, Deadline, Memory, PyPeer, STEP, is_child, latin1, logs, test_name,
+};
 
 #[derive(Debug, Deserialize)]
 struct Job {
@@ -102,7 +100,7 @@ fn bad_messages() -> Vec<(&'static str, Vec<Value>)> {
 /// `libzmq_faults`), so there every frame is under the limit and only the whole is over.
 fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
     let name = || frame(b"jobs");
-    if cfg!(not(feature = "zeromq")) {
+    if BACKEND == Backend::Libzmq {
         vec![
             (
                 "max-message-bytes",
@@ -127,8 +125,14 @@ fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
     }
 }
 
-/// The test below, by the name libtest gives it: its child process runs it again by that name.
-const HOSTILE_PEER: &str = "hostile::a_hostile_peer_is_refused_message_by_message_while_every_good_message_is_handled_in_bounded_memory";
+/// The test below, by the name libtest gives it on this backend: its child process runs it again
+/// by that name.
+fn hostile_peer() -> String {
+    test_name(
+        module_path!(),
+        "a_hostile_peer_is_refused_message_by_message_while_every_good_message_is_handled_in_bounded_memory",
+    )
+}
 
 /// What the child prints in front of its figures.
 const FIGURES: &str = "hostile peer figures: ";
@@ -142,10 +146,10 @@ const CHILD_TIME: Duration = Duration::from_secs(90);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_peer_is_refused_message_by_message_while_every_good_message_is_handled_in_bounded_memory()
  {
-    if is_child(HOSTILE_PEER) {
+    if is_child(&hostile_peer()) {
         return hostile_peer_in_a_process_of_its_own().await;
     }
-    let end = ChildTest::spawn(HOSTILE_PEER).end(CHILD_TIME).await;
+    let end = ChildTest::spawn(&hostile_peer()).end(CHILD_TIME).await;
     let figures = end.stdout.lines().find_map(|line| {
         line.split_once(FIGURES)
             .map(|(_, figures)| figures.to_owned())
@@ -331,105 +335,6 @@ pub(crate) fn short_frame(bytes: &[u8], more: bool) -> Vec<u8> {
     let mut frame = vec![u8::from(more), u8::try_from(bytes.len()).unwrap()];
     frame.extend_from_slice(bytes);
     frame
-}
-
-#[cfg(feature = "zeromq")]
-/// The test below, by the name libtest gives it.
-const FRAME_LENGTH_ATTACK: &str = "hostile::a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the_client_caps_frame_lengths";
-
-#[cfg(feature = "zeromq")]
-/// What the service under attack prints in front of its address, and of each job it handled.
-const SERVING: &str = "frame-length attack: serving ";
-#[cfg(feature = "zeromq")]
-const HANDLED: &str = "frame-length attack: handled ";
-
-#[cfg(feature = "zeromq")]
-/// What the failure says when today's behaviour is gone.
-const CHANGED: &str = "the `zeromq` client no longer aborts on a frame header announcing 1 TiB: it \
-                       now caps frame lengths (or reads them another way). Update the README's \
-                       Known limits (\"A peer can crash the process\") and this test: it should \
-                       then assert that the service survives the attack and serves the next peer";
-
-/// Pins what the README's Known limits say of the default backend (libzmq caps frame lengths:
-/// see `libzmq_faults`): the `zeromq` 0.7 client reserves the length a frame
-/// header announces before reading the frame, so an 11-byte header announcing 1 TiB, sent after
-/// a real handshake, aborts the whole service process (`memory allocation of ... bytes failed`)
-/// before `WireLimits` can act. The service runs in a child process (this test again, marked);
-/// this process is the hostile peer, speaking ZMTP by hand.
-#[cfg(feature = "zeromq")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_announcing_a_frame_of_1_tib_aborts_the_service_process_until_the_client_caps_frame_lengths()
- {
-    use std::os::unix::process::ExitStatusExt as _;
-    if is_child(FRAME_LENGTH_ATTACK) {
-        return serve_a_bound_queue_until_taken_down().await;
-    }
-    let mut service = ChildTest::spawn(FRAME_LENGTH_ATTACK);
-    let Some(address) = service.after(SERVING, STEP).await else {
-        panic!(
-            "the service process did not start: {}",
-            service.end(STEP).await.describe()
-        );
-    };
-    let mut attacker = raw_push(&address).await;
-    // The handshake is real: a good message is handled first.
-    let mut good = short_frame(b"jobs", true);
-    good.extend(short_frame(br#"{"n":1}"#, false));
-    attacker.write_all(&good).await.unwrap();
-    let handled = service.after(HANDLED, STEP).await;
-    if handled.as_deref() != Some("1") {
-        panic!(
-            "the service did not handle the raw peer's good message ({handled:?}): {}",
-            service.end(STEP).await.describe()
-        );
-    }
-    // A long frame header: flags 0x02 (LONG), then a length of 1 TiB; no body follows.
-    let mut header = vec![0x02];
-    header.extend((1u64 << 40).to_be_bytes());
-    // Should the service be gone already, how it ended is what the test reports.
-    let _ = attacker.write_all(&header).await;
-
-    let end = service.end(STEP).await;
-    let Some(status) = end.status else {
-        panic!(
-            "the service process survived the frame-length attack for {STEP:?}: {CHANGED}.\n{}",
-            end.describe()
-        );
-    };
-    assert!(
-        status.signal() == Some(SIGABRT) && end.stderr.contains("memory allocation of"),
-        "the service process ended, but not by the allocation failure this test pins (SIGABRT \
-         after `memory allocation of ... bytes failed`): {CHANGED}.\n{}",
-        end.describe()
-    );
-}
-
-#[cfg(feature = "zeromq")]
-/// SIGABRT's number on Linux, the signal `std::process::abort` raises.
-const SIGABRT: i32 = 6;
-
-#[cfg(feature = "zeromq")]
-/// The child's half: a bound queue that prints each job it handles. It never ends well: either
-/// the attack takes the process down, or it fails once the parent's time for it has passed.
-async fn serve_a_bound_queue_until_taken_down() {
-    logs();
-    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
-        .connect()
-        .await
-        .unwrap();
-    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
-    println!("{SERVING}{}", connected.monitor().bound_address().unwrap());
-    let until = tokio::time::Instant::now() + 3 * STEP;
-    while let Some(message) = tap
-        .next(until.saturating_duration_since(tokio::time::Instant::now()))
-        .await
-    {
-        println!("{HANDLED}{}", json_of(&message)["n"]);
-    }
-    panic!(
-        "the service is still up {:?} after it started serving",
-        3 * STEP
-    );
 }
 
 /// The 64-byte ZMTP 3.0 greeting of a NULL-mechanism peer.

@@ -1,19 +1,20 @@
 //! The libzmq backend against the faults the `zeromq` client cannot survive or notice (the
-//! counterparts of `heartbeat` and of the frame-length attack in `hostile`), and a requester that
-//! stops reading its answers beside others that read.
+//! counterparts of `on_zeromq::heartbeat` and of the frame-length attack in
+//! `on_zeromq::zeromq_faults`), and a requester that stops reading its answers beside others
+//! that read.
 
 use std::time::{Duration, Instant};
 
 use ruststream::{Broker, ConnectedBroker, Subscribe};
-use ruststream_zmq::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::{
+use super::{
     hostile::{raw_push, short_frame},
-    support::{Deadline, PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, logs},
+    prelude::*,
 };
+use crate::support::{Deadline, PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, logs};
 
 fn count(events: &[String], event: &str) -> usize {
     events.iter().filter(|e| *e == event).count()
@@ -258,7 +259,12 @@ async fn a_peer_that_connects_and_says_nothing_is_cut_at_the_handshake_timeout()
 }
 
 /// The test below, by the name libtest gives it: its child process runs it again by that name.
-const FRAME_HEADER: &str = "libzmq_faults::a_peer_announcing_a_frame_of_1_tib_or_of_256_mib_is_cut_at_the_header_without_reading_the_frame_and_the_service_serves_on";
+fn frame_header() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_peer_announcing_a_frame_of_1_tib_or_of_256_mib_is_cut_at_the_header_without_reading_the_frame_and_the_service_serves_on",
+    )
+}
 
 /// What the child prints in front of its figures.
 const FRAME_HEADER_FIGURES: &str = "frame header figures: ";
@@ -270,10 +276,10 @@ const FRAME_HEADER_FIGURES: &str = "frame header figures: ";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_announcing_a_frame_of_1_tib_or_of_256_mib_is_cut_at_the_header_without_reading_the_frame_and_the_service_serves_on()
  {
-    if crate::support::is_child(FRAME_HEADER) {
+    if crate::support::is_child(&frame_header()) {
         return frame_headers_in_a_process_of_its_own().await;
     }
-    crate::support::alone_with_figures(FRAME_HEADER, FRAME_HEADER_FIGURES).await;
+    crate::support::alone_with_figures(&frame_header(), FRAME_HEADER_FIGURES).await;
 }
 
 /// A long frame header (flags 0x02, LONG, no MORE) announcing `length` bytes.
@@ -485,8 +491,12 @@ async fn a_requester_that_never_reads_costs_the_others_nothing_and_its_dropped_a
 }
 
 /// The test below, by the name libtest gives it: its child process runs it again by that name.
-const HUGE_FRAME: &str =
-    "libzmq_faults::a_frame_of_200_mb_over_a_1_mib_limit_is_refused_without_being_read_into_memory";
+fn huge_frame() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_frame_of_200_mb_over_a_1_mib_limit_is_refused_without_being_read_into_memory",
+    )
+}
 
 /// What the child prints in front of its figures.
 const HUGE_FRAME_FIGURES: &str = "huge frame figures: ";
@@ -495,10 +505,10 @@ const HUGE_FRAME_FIGURES: &str = "huge frame figures: ";
 /// a child process of its own, which measures itself; the parent requires its verdict.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_of_200_mb_over_a_1_mib_limit_is_refused_without_being_read_into_memory() {
-    if crate::support::is_child(HUGE_FRAME) {
+    if crate::support::is_child(&huge_frame()) {
         return huge_frame_in_a_process_of_its_own().await;
     }
-    crate::support::alone_with_figures(HUGE_FRAME, HUGE_FRAME_FIGURES).await;
+    crate::support::alone_with_figures(&huge_frame(), HUGE_FRAME_FIGURES).await;
 }
 
 async fn huge_frame_in_a_process_of_its_own() {

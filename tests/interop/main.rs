@@ -1,23 +1,66 @@
 //! Interop tests: this crate's sockets against libzmq peers (pyzmq, run as child processes by
 //! `peer.py`), and against peers that break the wire format on purpose.
 //!
+//! Every scenario runs once per compiled backend, its file included in `on_zeromq` and in
+//! `on_libzmq` (each with its backend's prelude and `BACKEND`); what only one backend has (the
+//! `zeromq` client's faults, libzmq's CURVE and its own faults) is in that backend's module alone.
+//!
 //! The Python interpreter comes from `RUSTSTREAM_ZMQ_PYTHON` (scripts/test.sh sets it up); without
 //! it every test here fails, saying so.
 
+// Each scenario's file is a module of each backend's: loaded twice, on purpose.
+#![allow(clippy::duplicate_mod)]
+
+#[path = "../common/backend.rs"]
+mod backend;
 mod support;
 
-#[cfg(not(feature = "zeromq"))]
-mod curve;
-mod fanout;
-// What the `zeromq` client does with heartbeating peers; libzmq's counterparts are in
-// `libzmq_faults`.
+/// The scenarios every backend runs, each a file beside this one.
+macro_rules! scenarios {
+    () => {
+        mod fanout;
+        mod hostile;
+        mod queue;
+        mod restarts;
+        mod rpc;
+        mod stalled;
+        mod with_ruststream_zeromq;
+    };
+}
+
+/// The scenarios on the pure-Rust `zeromq` client.
 #[cfg(feature = "zeromq")]
-mod heartbeat;
-mod hostile;
-#[cfg(not(feature = "zeromq"))]
-mod libzmq_faults;
-mod queue;
-mod restarts;
-mod rpc;
-mod stalled;
-mod with_ruststream_zeromq;
+#[path = "."]
+mod on_zeromq {
+    pub(crate) use ruststream_zmq::zeromq::{ZmqFanout, ZmqQueue, ZmqRpc, prelude};
+
+    use crate::backend::Backend;
+
+    pub(crate) const BACKEND: Backend = Backend::Zeromq;
+
+    scenarios!();
+
+    // What the `zeromq` client does with heartbeating libzmq peers; libzmq's counterparts are in
+    // `on_libzmq::libzmq_faults`.
+    mod heartbeat;
+    // The attack the client itself does not survive.
+    mod zeromq_faults;
+}
+
+/// The scenarios on libzmq.
+#[cfg(feature = "libzmq")]
+#[path = "."]
+mod on_libzmq {
+    pub(crate) use ruststream_zmq::libzmq::{ZmqFanout, ZmqQueue, ZmqRpc, prelude};
+
+    use crate::backend::Backend;
+
+    pub(crate) const BACKEND: Backend = Backend::Libzmq;
+
+    scenarios!();
+
+    mod curve;
+    mod libzmq_faults;
+    // A stopped worker past libzmq's per-peer queue (`peer_queue`).
+    mod stalled_past_the_peer_queue;
+}

@@ -4,9 +4,10 @@
 use ruststream::{
     Broker, BytesMut, ConnectedBroker, HeaderMap, OutgoingMessage, Publisher, Subscribe,
 };
-use ruststream_zmq::{WireLimits, ZmqEndpoint, ZmqQueue};
+use ruststream_zmq::{WireLimits, ZmqEndpoint};
 use serde_json::json;
 
+use super::ZmqQueue;
 use crate::support::{PyPeer, Tap, header, json_of, latin1, logs};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,9 +24,9 @@ use ruststream::{
     Broker, BytesMut, ConnectedBroker, IncomingMessage, OutgoingMessage, Publisher, RequestReply,
     Subscribe,
 };
-use ruststream_zmq::{ZmqEndpoint, ZmqFanout, ZmqQueue, ZmqRpc, prelude::*};
 use serde_json::{Value, json};
 
+use super::prelude::*;
 use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, latin1, logs};
 
 fn body(n: u64) -> BytesMut {

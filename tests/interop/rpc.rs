@@ -6,10 +6,10 @@ use std::{collections::BTreeMap, time::Duration};
 use ruststream::{
     Broker, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage, RequestReply,
 };
-use ruststream_zmq::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::prelude::*;
 use crate::support::{PyPeer, latin1, logs};
 
 #[derive(Debug, Deserialize)]

@@ -1,17 +1,16 @@
 //! A libzmq worker stopped with SIGSTOP: the service's PUSH keeps feeding the other worker while
 //! the stopped one's share waits in its queue, and every message reaches one worker once. Past
-//! that queue (libzmq's `peer_queue`), the stopped worker is passed over and the other gets the
-//! rest.
+//! that queue, on libzmq (`peer_queue`), the stopped worker is passed over and the other gets the
+//! rest: `stalled_past_the_peer_queue`.
 
 use std::{collections::BTreeSet, time::Duration};
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use ruststream_zmq::{ZmqEndpoint, ZmqPublisher, ZmqQueue};
+use ruststream_zmq::{ZmqEndpoint, ZmqPublisher};
 use serde_json::json;
 use tokio::time::Instant;
 
-#[cfg(not(feature = "zeromq"))]
-use crate::support::STEP;
+use super::ZmqQueue;
 use crate::support::{Deadline, PyPeer};
 
 const JOBS: u64 = 200;
@@ -25,7 +24,7 @@ const READING: Duration = Duration::from_secs(60);
 /// as nothing more: what arrives then is a job read twice.
 const QUIET: Duration = Duration::from_millis(300);
 
-async fn publish(publisher: &ZmqPublisher, name: &str, id: u64, padding: usize) {
+pub(super) async fn publish(publisher: &ZmqPublisher, name: &str, id: u64, padding: usize) {
     let body = json!({ "id": id, "padding": "x".repeat(padding) }).to_string();
     publisher
         .publish(
@@ -52,7 +51,7 @@ async fn next_job(worker: &mut PyPeer, within: Duration) -> Option<u64> {
 
 /// Reads `worker` until `done` holds of what it read, failing the test naming `what` once a
 /// deadline passes.
-async fn read_until(
+pub(super) async fn read_until(
     worker: &mut PyPeer,
     read: &mut Vec<u64>,
     what: &str,
@@ -73,7 +72,7 @@ async fn read_until(
 
 /// A queue bound on loopback, its publisher, and two pyzmq PULL workers both in its rotation:
 /// the healthy one, and the one (dialing with `stalled_options`) the test stops.
-async fn two_workers(
+pub(super) async fn two_workers(
     queue: ZmqQueue,
     stalled_options: serde_json::Value,
 ) -> (
@@ -107,7 +106,7 @@ async fn two_workers(
 
 /// After `resume`, reads both workers until every job of `0..jobs` is accounted for, then
 /// checks that each reached one worker once; answers the stopped worker's share.
-async fn the_rest_once(
+pub(super) async fn the_rest_once(
     jobs: u64,
     healthy: &mut PyPeer,
     fed: &mut Vec<u64>,
@@ -193,65 +192,6 @@ async fn a_worker_stopped_with_sigstop_leaves_its_neighbour_fed_and_gets_each_of
         stopped_share.len() as u64,
         JOBS / 2,
         "the stopped worker's half waited for it"
-    );
-    connected.shutdown().await.unwrap();
-}
-
-/// On libzmq a peer whose queue is full is passed over: with a short `peer_queue`, a stopped
-/// worker that holds one message, and jobs large enough that the kernel's socket buffers hold
-/// few of them, the stopped worker's share stops well short of half and every later job goes to
-/// the healthy one.
-#[cfg(not(feature = "zeromq"))]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_stopped_with_sigstop_is_passed_over_once_its_queue_is_full_and_its_neighbour_gets_the_rest()
- {
-    const PEER_QUEUE: usize = 10;
-    const JOB_BYTES: usize = 64 << 10;
-    const MANY: u64 = 300;
-    let queue = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).peer_queue(PEER_QUEUE);
-    let (connected, publisher, mut healthy, mut stalled) =
-        two_workers(queue, json!({"RCVHWM": 1, "RCVBUF": 4096})).await;
-
-    stalled.pause();
-    let started = Instant::now();
-    for id in 0..MANY {
-        publish(&publisher, "jobs", id, JOB_BYTES).await;
-    }
-    let publishing = started.elapsed();
-    assert!(
-        publishing < STEP * 3,
-        "publishing {MANY} jobs waited on the stopped worker: {publishing:?}"
-    );
-    // What the healthy worker reads while its neighbour is stopped: the stopped one's queue and
-    // socket buffers hold a small part of the jobs, so the healthy one reads most without it.
-    let mut fed = Vec::new();
-    read_until(
-        &mut healthy,
-        &mut fed,
-        "three quarters of the jobs at the healthy worker while its neighbour is stopped",
-        |fed| fed.len() as u64 >= MANY * 3 / 4,
-    )
-    .await;
-
-    stalled.resume();
-    let stopped_share = the_rest_once(MANY, &mut healthy, &mut fed, &mut stalled).await;
-    let last_held = stopped_share.iter().max().copied().unwrap_or(0);
-    println!(
-        "{MANY} jobs of {JOB_BYTES} bytes published in {publishing:?} with one worker stopped \
-         (peer_queue {PEER_QUEUE}): the other read {}, the stopped one {} once resumed, the last \
-         of them job {last_held}",
-        fed.len(),
-        stopped_share.len()
-    );
-    assert!(
-        !stopped_share.is_empty(),
-        "the stopped worker's queue held nothing"
-    );
-    // Once its queue is full it is passed over for good: every job past its last went to the
-    // healthy worker, and those are most of them.
-    assert!(
-        last_held < MANY / 2,
-        "the stopped worker still got job {last_held} of {MANY}: it was never passed over"
     );
     connected.shutdown().await.unwrap();
 }

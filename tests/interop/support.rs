@@ -109,10 +109,8 @@ impl PyPeer {
         Self::start(json!({"socket": "ROUTER", "bind": address, "serve": "echo"})).await
     }
 
-    #[cfg_attr(
-        not(feature = "zeromq"),
-        allow(dead_code, reason = "the heartbeat pins use it")
-    )]
+    /// A peer started from a whole spec (the `zeromq` client's heartbeat pins use it).
+    #[cfg(feature = "zeromq")]
     pub async fn start_spec(spec: Value) -> Self {
         Self::start(spec).await
     }
@@ -409,10 +407,19 @@ pub fn is_child(test: &str) -> bool {
     std::env::var_os(CHILD).is_some_and(|value| value == test)
 }
 
+/// The name libtest gives the test `name` of the module whose `module_path!()` is `module`: that
+/// path without the crate's name (`on_libzmq::hostile::...`), as [`ChildTest`] runs it again.
+pub fn test_name(module: &str, name: &str) -> String {
+    let (_, within) = module
+        .split_once("::")
+        .expect("a test module inside the test crate");
+    format!("{within}::{name}")
+}
+
 /// This test binary run again for the one test `test` (`--exact`, `--nocapture`), marked as its
 /// child by [`CHILD`]. Killed when dropped.
 pub struct ChildTest {
-    test: &'static str,
+    test: String,
     child: Child,
     stdout: Lines<BufReader<ChildStdout>>,
     printed: String,
@@ -443,7 +450,7 @@ impl ChildEnd {
 }
 
 impl ChildTest {
-    pub fn spawn(test: &'static str) -> Self {
+    pub fn spawn(test: &str) -> Self {
         let mut child = Command::new(std::env::current_exe().expect("this test binary's path"))
             .args(["--exact", test, "--nocapture", "--test-threads=1"])
             .env(CHILD, test)
@@ -461,7 +468,7 @@ impl ChildTest {
             String::from_utf8_lossy(&all).into_owned()
         });
         Self {
-            test,
+            test: test.to_owned(),
             child,
             stdout,
             printed: String::new(),
@@ -471,10 +478,8 @@ impl ChildTest {
 
     /// What follows `mark` on the next line of the child's stdout that has it, or `None` when the
     /// child's stdout ends or `within` passes first. Lines before it are kept for [`Self::end`].
-    #[cfg_attr(
-        not(feature = "zeromq"),
-        allow(dead_code, reason = "the frame-length pin uses it")
-    )]
+    /// (The `zeromq` client's frame-length pin reads its child so.)
+    #[cfg(feature = "zeromq")]
     pub async fn after(&mut self, mark: &str, within: Duration) -> Option<String> {
         let deadline = Instant::now() + within;
         loop {
@@ -543,7 +548,7 @@ pub fn logs() {
 /// handled their signal; a thread that ends first is not among them, nor one that has the
 /// signal masked at its turn (even for a moment: a thread not yet started, one spawning a
 /// process), and a signal a living thread never takes fails the test.
-#[cfg(not(feature = "zeromq"))]
+#[cfg(feature = "libzmq")]
 pub async fn interrupt_every_thread() -> Vec<String> {
     use std::path::Path;
     use tokio::signal::unix::{SignalKind, signal};
@@ -673,10 +678,7 @@ pub fn log_lines(parts: &[&str]) -> Vec<String> {
 }
 
 /// Waits until a captured log line contains each of `parts`; answers every such line.
-#[cfg_attr(
-    feature = "zeromq",
-    allow(dead_code, reason = "only the CURVE tests wait on a line")
-)]
+#[cfg(feature = "libzmq")]
 pub async fn logged(parts: &[&str]) -> Vec<String> {
     let deadline = Deadline::after(STEP, format!("a log line with {parts:?}"));
     loop {
@@ -691,7 +693,7 @@ pub async fn logged(parts: &[&str]) -> Vec<String> {
 
 /// Runs the test `test` (its name as libtest gives it) in a child process of its own and
 /// requires that it passed; the child, marked by [`is_child`], does the test's work.
-pub async fn alone(test: &'static str) {
+pub async fn alone(test: &str) {
     let end = ChildTest::spawn(test).end(STEP * 6).await;
     assert!(
         end.status.is_some_and(|status| status.success())
@@ -703,8 +705,8 @@ pub async fn alone(test: &'static str) {
 
 /// [`alone`] for a child that measures itself: prints its line holding `figures`, and requires
 /// that it printed one.
-#[cfg(not(feature = "zeromq"))]
-pub async fn alone_with_figures(test: &'static str, figures: &str) {
+#[cfg(feature = "libzmq")]
+pub async fn alone_with_figures(test: &str, figures: &str) {
     let end = ChildTest::spawn(test).end(STEP * 6).await;
     if let Some(line) = end.stdout.lines().find(|line| line.contains(figures)) {
         println!("{line}");
@@ -721,7 +723,7 @@ pub async fn alone_with_figures(test: &'static str, figures: &str) {
 /// Signals every thread until one named `thread` has handled it: a thread with every signal
 /// masked at its turn (one being created, or spawning a process) is passed over, so a round can
 /// miss it. Answers the names the last round reached.
-#[cfg(not(feature = "zeromq"))]
+#[cfg(feature = "libzmq")]
 pub async fn interrupt_until_handled_by(thread: &str) -> Vec<String> {
     let deadline = Deadline::after(STEP * 3, format!("a signal handled by a {thread} thread"));
     let mut rounds = 1;

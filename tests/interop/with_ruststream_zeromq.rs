@@ -17,11 +17,15 @@ use ruststream::{
     RequestReply, Subscribe, Subscriber,
 };
 use ruststream_zeromq as theirs;
-use ruststream_zmq::{ZmqEndpoint, ZmqFanout, ZmqQueue, ZmqRpc};
+use ruststream_zmq::ZmqEndpoint;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{Deadline, PyPeer, STEP, alone, captured_logs, is_child, log_lines, logs};
+use super::{BACKEND, ZmqFanout, ZmqQueue, ZmqRpc};
+use crate::backend::Backend;
+use crate::support::{
+    Deadline, PyPeer, STEP, alone, captured_logs, is_child, log_lines, logs, test_name,
+};
 
 /// One delivery as a subscription of either crate handed it over.
 #[derive(Debug, Clone, PartialEq)]
@@ -242,9 +246,14 @@ fn borrowed(headers: &[(String, String)]) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The test below, by the name libtest gives it: its child process runs it again by that name.
-const OVER_THE_LIMITS: &str =
-    "with_ruststream_zeromq::messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only";
+/// The test below, by the name libtest gives it on this backend: its child process runs it again
+/// by that name.
+fn over_the_limits() -> String {
+    test_name(
+        module_path!(),
+        "messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only",
+    )
+}
 
 /// Where the two differ on the one-way wire: this crate refuses a message over its
 /// `WireLimits` (8 MiB a message, 128 header lines by default), warns naming the subscription, the
@@ -253,10 +262,10 @@ const OVER_THE_LIMITS: &str =
 /// warnings are read from the logs, so it runs in a process of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_over_this_crates_limits_cross_towards_ruststream_zeromq_only() {
-    if is_child(OVER_THE_LIMITS) {
+    if is_child(&over_the_limits()) {
         return over_the_limits_in_a_process_of_its_own().await;
     }
-    alone(OVER_THE_LIMITS).await;
+    alone(&over_the_limits()).await;
 }
 
 /// The refusal warnings of the subscription `payments` at `endpoint` under `rule`.
@@ -288,7 +297,7 @@ async fn over_the_limits_in_a_process_of_its_own() {
         .unwrap();
     let publisher = other.publisher();
     // On libzmq a frame over the limit never reaches the service: see below.
-    if !cfg!(not(feature = "zeromq")) {
+    if BACKEND == Backend::Zeromq {
         publisher
             .publish(outgoing("payments", &[], &big), None)
             .await
@@ -318,7 +327,7 @@ async fn over_the_limits_in_a_process_of_its_own() {
         "{}",
         warnings[0]
     );
-    if cfg!(not(feature = "zeromq")) {
+    if BACKEND == Backend::Libzmq {
         // libzmq refuses the frame before reading it, by cutting the connection that sent it.
         let lost = monitor.peers_lost();
         let _ = publisher
@@ -556,7 +565,7 @@ async fn a_bound_fanout_publisher_of_this_crate_reaches_a_ruststream_zeromq_subs
 mod responder {
     //! A responder service of this crate, called by a `ruststream-zeromq` requester.
 
-    use ruststream_zmq::prelude::*;
+    use super::super::prelude::*;
     use serde::{Deserialize, Serialize};
 
     use super::*;
@@ -771,7 +780,7 @@ mod services {
 
     use std::sync::OnceLock;
 
-    use ruststream_zmq::prelude::*;
+    use super::super::prelude::*;
     use serde::{Deserialize, Serialize};
 
     use super::*;
