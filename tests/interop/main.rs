@@ -15,19 +15,6 @@
 mod backend;
 mod support;
 
-/// The scenarios every backend runs, each a file beside this one.
-macro_rules! scenarios {
-    () => {
-        mod fanout;
-        mod hostile;
-        mod queue;
-        mod restarts;
-        mod rpc;
-        mod stalled;
-        mod with_ruststream_zeromq;
-    };
-}
-
 /// The scenarios on the pure-Rust `zeromq` client.
 #[cfg(feature = "zeromq")]
 #[path = "."]
@@ -38,7 +25,14 @@ mod on_zeromq {
 
     pub(crate) const BACKEND: Backend = Backend::Zeromq;
 
-    scenarios!();
+    // The scenarios of every backend: the same list in both backends' modules.
+    mod fanout;
+    mod hostile;
+    mod queue;
+    mod restarts;
+    mod rpc;
+    mod stalled;
+    mod with_ruststream_zeromq;
 
     // What the `zeromq` client does with heartbeating libzmq peers; libzmq's counterparts are in
     // `on_libzmq::libzmq_faults`.
@@ -57,7 +51,14 @@ mod on_libzmq {
 
     pub(crate) const BACKEND: Backend = Backend::Libzmq;
 
-    scenarios!();
+    // The scenarios of every backend: the same list in both backends' modules.
+    mod fanout;
+    mod hostile;
+    mod queue;
+    mod restarts;
+    mod rpc;
+    mod stalled;
+    mod with_ruststream_zeromq;
 
     mod curve;
     mod libzmq_faults;

@@ -4,9 +4,8 @@
 use std::{convert::Infallible, time::Duration};
 
 use ruststream::{Broker, ConnectedBroker};
-use super::prelude::*;
 
-use super::Feeder;
+use super::{Feeder, prelude::*};
 use crate::support::{Calls, Payment, Plan, journal};
 
 #[derive(FromRef)]

@@ -6,9 +6,10 @@ use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use ruststream::testing::TestApp;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, RequestReply, Str};
-use super::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+
+use super::prelude::*;
 
 #[derive(Debug, Serialize, Deserialize, Outgoing)]
 struct Order {

@@ -228,7 +228,12 @@ async fn a_dead_letter_under_the_own_prefix_arrives_back_and_startup_says_so() {
         "{line}"
     );
     let (peer, publisher) = dialing_publisher(&monitor.bound_address().unwrap()).await;
-    warm_up(&publisher, &format!("{parcels}.warmup"), &mut [&mut journal]).await;
+    warm_up(
+        &publisher,
+        &format!("{parcels}.warmup"),
+        &mut [&mut journal],
+    )
+    .await;
     let sent_before = monitor.sent();
     // Retries twice: the second is at the cap, so the delivery leaves as a dead letter, whose
     // name `parcels.dead` the subscription `parcels` hears.

@@ -4,7 +4,6 @@
 use std::convert::Infallible;
 
 use super::prelude::*;
-
 use crate::support::{AppState, free_port, journal, work};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,29 +17,6 @@ mod support;
 #[cfg(all(feature = "zeromq", feature = "libzmq"))]
 mod both_backends;
 
-/// The topics every backend runs, each a file beside this one.
-macro_rules! topics {
-    () => {
-        mod batches;
-        mod context;
-        mod dropped_broker;
-        mod fanout;
-        mod fleet;
-        mod loop_back;
-        #[cfg(feature = "metrics")]
-        mod metrics;
-        mod queue_lifecycle;
-        mod queue_settlement;
-        mod queue_wire;
-        mod requester;
-        mod rpc;
-        mod start_live;
-        mod tuning;
-        mod unreachable;
-        mod wildcard;
-    };
-}
-
 /// The topics on the pure-Rust `zeromq` client.
 #[cfg(feature = "zeromq")]
 #[path = "."]
@@ -62,7 +39,24 @@ mod on_zeromq {
         broker
     }
 
-    topics!();
+    // The topics: the same list in both backends' modules.
+    mod batches;
+    mod context;
+    mod dropped_broker;
+    mod fanout;
+    mod fleet;
+    mod loop_back;
+    #[cfg(feature = "metrics")]
+    mod metrics;
+    mod queue_lifecycle;
+    mod queue_settlement;
+    mod queue_wire;
+    mod requester;
+    mod rpc;
+    mod start_live;
+    mod tuning;
+    mod unreachable;
+    mod wildcard;
 }
 
 /// The topics on libzmq.
@@ -86,5 +80,22 @@ mod on_libzmq {
         broker.peer_queue(messages)
     }
 
-    topics!();
+    // The topics: the same list in both backends' modules.
+    mod batches;
+    mod context;
+    mod dropped_broker;
+    mod fanout;
+    mod fleet;
+    mod loop_back;
+    #[cfg(feature = "metrics")]
+    mod metrics;
+    mod queue_lifecycle;
+    mod queue_settlement;
+    mod queue_wire;
+    mod requester;
+    mod rpc;
+    mod start_live;
+    mod tuning;
+    mod unreachable;
+    mod wildcard;
 }

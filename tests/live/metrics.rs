@@ -8,9 +8,9 @@ use std::{
 
 use ruststream::metrics::Metrics;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use super::prelude::*;
 use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
 
+use super::prelude::*;
 use crate::support::{AppState, Payment, Plan, free_port, journal, work};
 
 /// The value of the series `name{labels}` in a scrape, if the scrape has it.

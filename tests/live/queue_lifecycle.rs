@@ -4,9 +4,8 @@
 use std::convert::Infallible;
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use super::prelude::*;
 
-use super::Feeder;
+use super::{Feeder, prelude::*};
 use crate::support::{AppState, Calls, Payment, Plan, free_port, journal, work};
 
 fn service<S: Side>(calls: Calls, broker: ZmqQueue<S>, names: &'static [&'static str]) -> impl App

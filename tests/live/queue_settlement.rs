@@ -6,10 +6,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::prelude::*;
-
-use super::{BACKEND, Feeder};
-use crate::support::{AppState, Attempt, Calls, Payment, Plan, capture_logs, free_port, journal, log_lines, logged, sent_reaches, work};
+use super::{BACKEND, Feeder, prelude::*};
+use crate::support::{
+    AppState, Attempt, Calls, Payment, Plan, capture_logs, free_port, journal, log_lines, logged,
+    sent_reaches, work,
+};
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
 #[subscriber(QueueSubscription::<Dialing>)]
@@ -291,9 +292,7 @@ async fn at_the_cap_without_a_dead_letter_the_delivery_is_dropped_with_a_warning
     let name = BACKEND.own("nodl-payments");
     let (running, monitor, feeder, mut journal) =
         start_bound!(name.clone(), |g| g.max_attempts(nonzero!(2u32)));
-    feeder
-        .send(&name, 1, Plan::Retry { times: 10 })
-        .await;
+    feeder.send(&name, 1, Plan::Retry { times: 10 }).await;
     logged(&[
         &name,
         "retry attempts exhausted and no dead-letter destination is declared",
@@ -317,9 +316,7 @@ async fn a_dead_letter_into_the_own_endpoint_is_refused_and_nothing_loops() {
     let (running, monitor, feeder, mut journal) = start_bound!(name.clone(), |g| g
         .max_attempts(nonzero!(2u32))
         .dead_letter(format!("{name}.dead")));
-    feeder
-        .send(&name, 1, Plan::Retry { times: 10 })
-        .await;
+    feeder.send(&name, 1, Plan::Retry { times: 10 }).await;
     let line = logged(&[&name, "publishing the retry copy failed"]).await;
     assert!(
         line.contains(&format!("is the listener of subscription `{name}`")),

@@ -6,11 +6,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::prelude::*;
 use serde::Deserialize;
 use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
 
-use super::BACKEND;
+use super::{BACKEND, prelude::*};
 use crate::{
     backend::Backend,
     support::{Calls, Journal, Payment, Plan, capture_logs, journal, log_lines},
@@ -196,7 +195,9 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
 async fn a_lone_frame_over_the_message_limit_is_refused_and_the_service_reads_on() {
     match BACKEND {
         Backend::Zeromq => lone_frame_over_the_limit_refused_warned_and_counted().await,
-        Backend::Libzmq => lone_frame_over_the_limit_refused_before_it_is_read_and_its_peer_cut().await,
+        Backend::Libzmq => {
+            lone_frame_over_the_limit_refused_before_it_is_read_and_its_peer_cut().await
+        }
     }
 }
 

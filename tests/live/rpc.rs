@@ -12,9 +12,10 @@ use ruststream::{
 };
 use ruststream_zmq::{ConnectedZmqRpc, ZmqRequester};
 
-use super::prelude::*;
 use serde::{Deserialize, Serialize};
 use zeromq::{ReqSocket, Socket, SocketRecv, SocketSend, ZmqMessage as Frames};
+
+use super::prelude::*;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Ask {

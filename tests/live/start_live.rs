@@ -4,8 +4,9 @@
 //! runs, and the harness sees what that peer sends.
 
 use ruststream::testing::TestApp;
-use super::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use super::prelude::*;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing)]
 struct Payment {

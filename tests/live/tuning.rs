@@ -6,9 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::prelude::*;
-
-use super::Feeder;
+use super::{Feeder, prelude::*};
 use crate::support::{Calls, Payment, Plan, journal};
 
 #[derive(FromRef)]

@@ -7,10 +7,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::prelude::*;
-
-use super::Feeder;
-use crate::support::{AppState, Plan, capture_logs, eventually, free_port, journal, log_lines, work};
+use super::{Feeder, prelude::*};
+use crate::support::{
+    AppState, Plan, capture_logs, eventually, free_port, journal, log_lines, work,
+};
 
 const COPIES: u64 = 1_000;
 const SEND_TIMEOUT: Duration = Duration::from_secs(1);

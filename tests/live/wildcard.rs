@@ -2,9 +2,7 @@
 
 use std::{convert::Infallible, net::TcpListener};
 
-use super::prelude::*;
-
-use super::Feeder;
+use super::{Feeder, prelude::*};
 use crate::support::{AppState, Calls, Plan, journal, work};
 
 fn service(calls: Calls, address: &str) -> (impl App, ZmqMonitor) {
