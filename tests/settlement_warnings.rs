@@ -1,7 +1,8 @@
 //! The framework's runtime logs one WARN `ack / nack failed` (target `ruststream::dispatch`) for
 //! every delivery a handler acks or drops, because ZeroMQ settles nothing. These tests count
 //! that line on a real service, and pin the `EnvFilter` the README gives to silence exactly it
-//! while the other warnings of that target stay.
+//! while the other warnings of that target stay; on each compiled backend (`on_zeromq::...`,
+//! `on_libzmq::...`).
 
 use std::{
     io::Write,
@@ -15,6 +16,7 @@ use std::{
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use ruststream_zmq::prelude::*;
+use ruststream_zmq::{Backend, QueueKind, ZmqBroker};
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::EnvFilter;
 
@@ -23,6 +25,9 @@ struct Payment {
     id: u64,
     amount: u64,
 }
+
+/// A queue on backend `B`.
+type Queue<S, B> = ZmqBroker<QueueKind, S, B>;
 
 /// The handler calls so far, over both handlers; the tests run one at a time (`SERIAL`).
 static CALLS: AtomicUsize = AtomicUsize::new(0);
@@ -148,9 +153,13 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A PUSH dialing `address`, and the messages it sends there under `payments`.
-async fn feed(address: String, payments: &[(u64, u64)], not_json: bool) -> impl ConnectedBroker {
-    let peer = ZmqQueue::new(ZmqEndpoint::dial(address))
+/// A PUSH on backend `B` dialing `address`, and the messages it sends there under `payments`.
+async fn feed<B: Backend>(
+    address: String,
+    payments: &[(u64, u64)],
+    not_json: bool,
+) -> impl ConnectedBroker {
+    let peer = Queue::<_, B>::new(ZmqEndpoint::dial(address))
         .connect()
         .await
         .unwrap();
@@ -175,13 +184,14 @@ async fn feed(address: String, payments: &[(u64, u64)], not_json: bool) -> impl 
     peer
 }
 
-/// Runs a payments service under `filter`: feeds it two payments it acks, one it drops, one that
-/// exhausts its cap of two attempts into the dead-letter queue (whose handler acks it), and one
-/// payload that is not JSON; shuts it down once all of them were handled, and answers the log.
-fn run_service(filter: EnvFilter) -> Captured {
+/// Runs a payments service on backend `B` under `filter`: feeds it two payments it acks, one it
+/// drops, one that exhausts its cap of two attempts into the dead-letter queue (whose handler acks
+/// it), and one payload that is not JSON; shuts it down once all of them were handled, and answers
+/// the log.
+fn run_service<B: Backend>(filter: EnvFilter) -> Captured {
     let (captured, calls) = logged_under(filter, async |captured| {
         let dead_port = free_port();
-        let payments = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+        let payments = Queue::<_, B>::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
         let monitor = payments.monitor();
         let running = RustStream::new(AppInfo::new("payments", "0.1.0"))
             .with_broker(payments, |b| {
@@ -190,7 +200,7 @@ fn run_service(filter: EnvFilter) -> Captured {
                     .dead_letter(format!("payments.dead@tcp://127.0.0.1:{dead_port}"));
             })
             .with_broker(
-                ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}"))),
+                Queue::<_, B>::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}"))),
                 |b| {
                     b.include(park.name("payments.dead"));
                 },
@@ -198,7 +208,7 @@ fn run_service(filter: EnvFilter) -> Captured {
             .start()
             .await
             .unwrap();
-        let peer = feed(
+        let peer = feed::<B>(
             monitor.bound_address().unwrap(),
             &[(1, 250), (2, 40), (3, 0), (4, 20_000)],
             true,
@@ -216,11 +226,12 @@ fn run_service(filter: EnvFilter) -> Captured {
     captured
 }
 
-/// Runs a payments service under `filter` whose dead-letter queue is down: one payment it acks,
-/// one it retries past its cap, whose copy the runtime cannot publish; answers the log.
-fn run_service_losing_a_copy(filter: EnvFilter) -> Captured {
+/// Runs a payments service on backend `B` under `filter` whose dead-letter queue is down: one
+/// payment it acks, one it retries past its cap, whose copy the runtime cannot publish; answers
+/// the log.
+fn run_service_losing_a_copy<B: Backend>(filter: EnvFilter) -> Captured {
     let (captured, calls) = logged_under(filter, async |captured| {
-        let payments = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        let payments = Queue::<_, B>::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
             .send_timeout(Duration::from_millis(200));
         let monitor = payments.monitor();
         let running = RustStream::new(AppInfo::new("payments", "0.1.0"))
@@ -234,7 +245,7 @@ fn run_service_losing_a_copy(filter: EnvFilter) -> Captured {
             .start()
             .await
             .unwrap();
-        let peer = feed(
+        let peer = feed::<B>(
             monitor.bound_address().unwrap(),
             &[(1, 250), (2, 20_000)],
             false,
@@ -257,55 +268,70 @@ fn run_service_losing_a_copy(filter: EnvFilter) -> Captured {
     captured
 }
 
-#[test]
-fn without_a_filter_every_delivery_acked_or_dropped_logs_one_ack_nack_warning() {
-    let log = run_service(EnvFilter::new("info"));
-    let text = log.text();
-    // Acked: 1, 2, and 4 on the dead-letter queue; dropped: 3 and the payload that is not JSON.
-    // The copy and the dead-lettering settle nothing the runtime reports.
-    assert_eq!(log.count("ack / nack failed"), 5, "{text}");
-    assert!(
-        text.lines()
-            .filter(|l| l.contains("ack / nack failed"))
-            .all(|l| l.contains("WARN") && l.contains("ruststream::dispatch")),
-        "{text}"
-    );
-    assert_eq!(log.count("retry attempts exhausted"), 1, "{text}");
+/// The scenarios on one backend: a module `$module` of tests on the sockets of `$sockets`.
+macro_rules! scenarios {
+    ($module:ident, $sockets:ty) => {
+        mod $module {
+            use super::*;
+
+            #[test]
+            fn without_a_filter_every_delivery_acked_or_dropped_logs_one_ack_nack_warning() {
+                let log = run_service::<$sockets>(EnvFilter::new("info"));
+                let text = log.text();
+                // Acked: 1, 2, and 4 on the dead-letter queue; dropped: 3 and the payload that is
+                // not JSON. The copy and the dead-lettering settle nothing the runtime reports.
+                assert_eq!(log.count("ack / nack failed"), 5, "{text}");
+                assert!(
+                    text.lines()
+                        .filter(|l| l.contains("ack / nack failed"))
+                        .all(|l| l.contains("WARN") && l.contains("ruststream::dispatch")),
+                    "{text}"
+                );
+                assert_eq!(log.count("retry attempts exhausted"), 1, "{text}");
+            }
+
+            #[test]
+            fn the_readme_filter_silences_the_ack_nack_warning_and_keeps_the_others_of_its_target()
+            {
+                let log = run_service::<$sockets>(quiet_settlement("info"));
+                let text = log.text();
+                assert_eq!(log.count("ack / nack failed"), 0, "{text}");
+                assert_eq!(log.count("retry attempts exhausted"), 1, "{text}");
+                assert_eq!(log.count("codec decode failed"), 1, "{text}");
+            }
+
+            #[test]
+            fn the_readme_filter_keeps_the_runtimes_warning_of_a_lost_retry_copy() {
+                let log = run_service_losing_a_copy::<$sockets>(quiet_settlement("info"));
+                let text = log.text();
+                let lost: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains("publishing the retry copy failed; message lost"))
+                    .collect();
+                assert_eq!(lost.len(), 1, "{text}");
+                assert!(
+                    lost[0].contains("WARN") && lost[0].contains("payments.dead@"),
+                    "{text}"
+                );
+                assert_eq!(log.count("ack / nack failed"), 0, "{text}");
+            }
+
+            #[test]
+            fn without_a_filter_a_lost_retry_copy_warns_beside_the_ack_nack_line() {
+                let log = run_service_losing_a_copy::<$sockets>(EnvFilter::new("info"));
+                let text = log.text();
+                assert_eq!(log.count("message lost"), 1, "{text}");
+                assert_eq!(
+                    log.count("ack / nack failed"),
+                    1,
+                    "the acked payment: {text}"
+                );
+            }
+        }
+    };
 }
 
-#[test]
-fn the_readme_filter_silences_the_ack_nack_warning_and_keeps_the_others_of_its_target() {
-    let log = run_service(quiet_settlement("info"));
-    let text = log.text();
-    assert_eq!(log.count("ack / nack failed"), 0, "{text}");
-    assert_eq!(log.count("retry attempts exhausted"), 1, "{text}");
-    assert_eq!(log.count("codec decode failed"), 1, "{text}");
-}
-
-#[test]
-fn the_readme_filter_keeps_the_runtimes_warning_of_a_lost_retry_copy() {
-    let log = run_service_losing_a_copy(quiet_settlement("info"));
-    let text = log.text();
-    let lost: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("publishing the retry copy failed; message lost"))
-        .collect();
-    assert_eq!(lost.len(), 1, "{text}");
-    assert!(
-        lost[0].contains("WARN") && lost[0].contains("payments.dead@"),
-        "{text}"
-    );
-    assert_eq!(log.count("ack / nack failed"), 0, "{text}");
-}
-
-#[test]
-fn without_a_filter_a_lost_retry_copy_warns_beside_the_ack_nack_line() {
-    let log = run_service_losing_a_copy(EnvFilter::new("info"));
-    let text = log.text();
-    assert_eq!(log.count("message lost"), 1, "{text}");
-    assert_eq!(
-        log.count("ack / nack failed"),
-        1,
-        "the acked payment: {text}"
-    );
-}
+#[cfg(feature = "zeromq")]
+scenarios!(on_zeromq, ruststream_zmq::zeromq::Zeromq);
+#[cfg(feature = "libzmq")]
+scenarios!(on_libzmq, ruststream_zmq::libzmq::Libzmq);

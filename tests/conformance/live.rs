@@ -14,9 +14,10 @@ use ruststream::conformance::{
     settlement::{self, Answer, Answers},
 };
 use ruststream_zmq::{
-    Bound, Dialing, FanoutSubscription, QueueSubscription, Responder, ZmqEndpoint, ZmqFanout,
-    ZmqQueue, ZmqRpc,
+    Bound, Dialing, FanoutSubscription, QueueSubscription, Responder, ZmqEndpoint,
 };
+
+use super::{ZmqFanout, ZmqQueue, ZmqRpc};
 
 /// How long a publish waits for its peer. A suite's first publish on a connection dials the
 /// subscription's listener and completes the ZMTP handshake inside this wait, so it must hold on

@@ -45,13 +45,15 @@ use std::{
 use futures::future::BoxFuture;
 use proptest::{collection::vec, prelude::*, test_runner::TestCaseError};
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
-use ruststream_zmq::{ConnectedZmq, ZmqPublisher, ZmqRequester, prelude::*};
+use ruststream_zmq::{ConnectedZmq, ZmqPublisher, ZmqRequester};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use super::prelude::*;
 use crate::model::{
     self, Definition, Output, Pattern, Place, Registration, RetryDestination, Side as ModelSide,
 };
+use crate::ports::free_port;
 
 /// What the handler returns on one attempt of a payment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -335,10 +337,6 @@ fn live_cases() -> u32 {
         .unwrap_or(1)
 }
 
-#[path = "../common/ports.rs"]
-mod ports;
-use ports::free_port;
-
 fn loopback() -> String {
     format!("tcp://127.0.0.1:{}", free_port())
 }
@@ -579,8 +577,12 @@ impl Peer {
         }
     }
 
-    async fn connect<P: ruststream_zmq::Pattern, S: ruststream_zmq::Side>(
-        broker: ruststream_zmq::ZmqBroker<P, S>,
+    async fn connect<
+        P: ruststream_zmq::Pattern,
+        S: ruststream_zmq::Side,
+        B: ruststream_zmq::Backend,
+    >(
+        broker: ruststream_zmq::ZmqBroker<P, S, B>,
     ) -> ConnectedZmq<P, S> {
         broker.connect().await.unwrap()
     }
