@@ -5,7 +5,8 @@
 #
 #   scripts/soak.sh [runs] [binary ...]   # binaries: lib conformance interop live model settlement_warnings
 #
-# The binaries are built with every feature, so on the libzmq backend; for the default backend:
+# The binaries are built with every feature, both backends among them, so each scenario runs on
+# each; for the default backend alone:
 #   SOAK_FEATURES=testing,asyncapi,metrics scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
