@@ -268,7 +268,7 @@ impl ZmqEndpoint<Bound, Curve> {
     /// Admits only these client keys (`libzmq` feature). A client with another key is refused
     /// at its handshake: counted in
     /// [`ZmqMonitor::peers_refused`](crate::ZmqMonitor::peers_refused), and logged once per key
-    /// with the key's fingerprint.
+    /// and burst of attempts, with the key's fingerprint.
     #[must_use]
     pub fn allow_clients(mut self, clients: impl IntoIterator<Item = CurvePublicKey>) -> Self {
         if let Curve(Security::Server { allowed, .. }) = self.mechanism_mut() {

@@ -133,7 +133,8 @@
 //! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side and
 //!    mechanism typestates), `curve` (feature `libzmq`: CURVE keys, and the endpoint's CURVE
 //!    steps; imports `endpoint`),
-//!    `host` (this host's names, for the loop-back rule), `monitor` (live figures), then
+//!    `host` (this host's names, for the loop-back rule), `throttle` (one log line a burst of
+//!    refusals), `monitor` (live figures), then
 //!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
 //!    `monitor`).
 //! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
@@ -145,7 +146,8 @@
 //!    once, and only they name their client's types. A connection holds the backend erased
 //!    (`Transport`), so nothing above names one. Above the backends, `writer` (a sending
 //!    socket's task), `duplex` (a ROUTER's or DEALER's task, one loop for every backend: what it
-//!    takes and hands on, and the sends and reads that skip it) and `reading_end` (a socket read by its subscription, in the
+//!    takes and hands on, and the sends and reads that skip it), `requesters` (a ROUTER's
+//!    requesters that stop reading) and `reading_end` (a socket read by its subscription, in the
 //!    handler's task) are the same for all. Under the `testing` feature, the in-process bus
 //!    stands in for them.
 //! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,

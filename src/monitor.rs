@@ -173,10 +173,6 @@ impl ZmqMonitor {
         self.inner.peers_refused.fetch_add(1, Ordering::Relaxed);
     }
 
-    #[cfg_attr(
-        not(feature = "libzmq"),
-        expect(dead_code, reason = "libzmq reports these")
-    )]
     pub(crate) fn count_dropped_not_reading(&self) {
         self.inner
             .dropped_not_reading

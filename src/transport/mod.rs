@@ -131,7 +131,7 @@ fn say_bound(address: &str, backend: &'static str, curve: bool) {
     }
     if curve {
         tracing::info!(
-            endpoint = address,
+            endpoint = %address,
             backend,
             curve,
             "listening beyond the loopback under CURVE: only clients that hold the server's key \
@@ -139,7 +139,7 @@ fn say_bound(address: &str, backend: &'static str, curve: bool) {
         );
     } else {
         tracing::warn!(
-            endpoint = address,
+            endpoint = %address,
             backend,
             curve,
             "listening beyond the loopback in clear: any host that reaches this address can \

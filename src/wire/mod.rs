@@ -40,11 +40,11 @@ pub struct WireLimits {
 }
 
 impl Default for WireLimits {
-    /// 256 KiB a message, 64 KiB and 128 lines of headers, 8 frames: what one peer can make the
+    /// 64 KiB a message, 64 KiB and 128 lines of headers, 8 frames: what one peer can make the
     /// service hold stays in tens of MiB (README, "Hostile peers").
     fn default() -> Self {
         Self {
-            message_bytes: 256 << 10,
+            message_bytes: 64 << 10,
             header_bytes: 64 << 10,
             header_lines: 128,
             frames: 8,

@@ -32,6 +32,7 @@ mod on_zeromq {
     mod restarts;
     mod rpc;
     mod stalled;
+    mod stalled_requester;
     mod with_ruststream_zeromq;
 
     // What the `zeromq` client does with heartbeating libzmq peers; libzmq's counterparts are in
@@ -58,6 +59,7 @@ mod on_libzmq {
     mod restarts;
     mod rpc;
     mod stalled;
+    mod stalled_requester;
     mod with_ruststream_zeromq;
 
     mod curve;

@@ -4,6 +4,7 @@ argv[1] is a JSON object:
 
     {"socket": "PUSH", "bind": "tcp://127.0.0.1:*"}     or  "connect": address
     "options":  {"HEARTBEAT_IVL": 100, "SUBSCRIBE": "orders", ...}   zmq.<NAME> socket options
+                (a string is latin-1 bytes, as a frame is)
     "serve":    "echo"     a ROUTER that answers every request by itself (see below)
     "lifetime_s": 60       the process ends by itself after this, whatever happens
 
@@ -109,7 +110,7 @@ def main():
     sock.setsockopt(zmq.LINGER, 0)
     for name, value in spec.get("options", {}).items():
         if isinstance(value, str):
-            value = value.encode()
+            value = to_bytes(value)
         sock.setsockopt(getattr(zmq, name), value)
     monitor = sock.get_monitor_socket()
     if "bind" in spec:

@@ -705,7 +705,6 @@ pub async fn alone(test: &str) {
 
 /// [`alone`] for a child that measures itself: prints its line holding `figures`, and requires
 /// that it printed one.
-#[cfg(feature = "libzmq")]
 pub async fn alone_with_figures(test: &str, figures: &str) {
     let end = ChildTest::spawn(test).end(STEP * 6).await;
     if let Some(line) = end.stdout.lines().find(|line| line.contains(figures)) {

@@ -256,7 +256,7 @@ fn over_the_limits() -> String {
 }
 
 /// Where the two differ on the one-way wire: this crate refuses a message over its
-/// `WireLimits` (8 MiB a message, 128 header lines by default), warns naming the subscription, the
+/// `WireLimits` (64 KiB a message, 128 header lines by default), warns naming the subscription, the
 /// endpoint and the rule, counts it by rule and goes on with the next (on libzmq a frame over the size limit
 /// cuts its connection instead, unread); `ruststream-zeromq` has no limits and takes both. The
 /// warnings are read from the logs, so it runs in a process of its own.
@@ -346,7 +346,7 @@ async fn over_the_limits_in_a_process_of_its_own() {
         assert_eq!(warnings.len(), 1, "{warnings:#?}");
         assert!(
             warnings[0].contains(" WARN ")
-                && warnings[0].contains(&format!("over the limit of {} per message", 8 << 20)),
+                && warnings[0].contains(&format!("over the limit of {} per message", 64 << 10)),
             "{}",
             warnings[0]
         );

@@ -43,6 +43,7 @@ mod on_zeromq {
     mod batches;
     mod context;
     mod dropped_broker;
+    mod exposure;
     mod fanout;
     mod fleet;
     mod loop_back;
@@ -84,6 +85,7 @@ mod on_libzmq {
     mod batches;
     mod context;
     mod dropped_broker;
+    mod exposure;
     mod fanout;
     mod fleet;
     mod loop_back;

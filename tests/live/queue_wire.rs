@@ -250,7 +250,10 @@ async fn a_frame_of_100_000_header_lines_is_refused_before_any_header_map_is_bui
     capture_logs();
     let (running, monitor, mut peer, mut journal) = serve(
         "many-lines",
-        WireLimits::default().max_header_bytes(4 << 20),
+        // A message of 1.1 MB, under the message limit too: only the line count refuses it.
+        WireLimits::default()
+            .max_header_bytes(4 << 20)
+            .max_message_bytes(4 << 20),
     )
     .await;
     // Every line is also not UTF-8 and has no colon: a decode that read the text, or built the

@@ -15,7 +15,7 @@ use ruststream_zmq::{ConnectedZmqRpc, ZmqRequester};
 use serde::{Deserialize, Serialize};
 use zeromq::{ReqSocket, Socket, SocketRecv, SocketSend, ZmqMessage as Frames};
 
-use super::prelude::*;
+use super::{BACKEND, ZmqQueue, prelude::*};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Ask {
@@ -505,4 +505,66 @@ async fn a_request_timeout_covers_connecting_and_sending() {
         "the timeout did not cover connecting: {waited:?}"
     );
     connected.shutdown().await.unwrap();
+}
+
+/// A queue's handler whose answer `ToRequester` would send where the message's `reply-to` says.
+#[subscriber(reply("reply"))]
+async fn answers_anyone(ask: &Ask) -> Quote {
+    Quote {
+        id: ask.id,
+        by: "queue".to_owned(),
+    }
+}
+
+/// `ToRequester` answers only the `zmq-reply:` addresses a responder stamps: a `reply-to` a
+/// peer wrote on a queue's message (`name@tcp://host:port`) fails the answer, saying why, is
+/// counted as a send failure, and never makes the service dial the address the peer chose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_never_goes_to_an_address_a_peer_wrote() {
+    crate::support::capture_logs();
+    let lure = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let lure_address = format!("tcp://{}", lure.local_addr().unwrap());
+    let subscription = format!("{}-lured", BACKEND.name());
+    let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("lured", "0.1.0")).with_broker(broker, |b| {
+        b.include(answers_anyone.name(subscription.clone()))
+            .out_reply(Publish)
+            .transform(ToRequester);
+    });
+    let running = app.start().await.unwrap();
+    let mut peer = zeromq::PushSocket::new();
+    peer.connect(&monitor.bound_address().unwrap())
+        .await
+        .unwrap();
+    let headers = format!("reply-to: answers@{lure_address}");
+    let frames: Vec<Vec<u8>> = vec![
+        subscription.clone().into_bytes(),
+        headers.into_bytes(),
+        br#"{"id":7}"#.to_vec(),
+    ];
+    let message = Frames::try_from(
+        frames
+            .into_iter()
+            .map(ruststream::Bytes::from)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    peer.send(message).await.unwrap();
+
+    crate::support::eventually(
+        Duration::from_secs(10),
+        "the answer's failure counted",
+        || monitor.send_failures() == 1,
+    )
+    .await;
+    let why = crate::support::logged(&["not a `zmq-reply:` address", &subscription]).await;
+    assert!(why.contains("a peer wrote it"), "{why}");
+    assert_eq!(monitor.sent(), 0, "nothing left for the peer's address");
+    let dialed = tokio::time::timeout(Duration::from_millis(200), lure.accept()).await;
+    assert!(
+        dialed.is_err(),
+        "the service dialed the address the peer wrote"
+    );
+    running.shutdown().await.unwrap();
 }

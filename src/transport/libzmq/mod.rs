@@ -129,7 +129,7 @@ pub(crate) struct Options {
 
 /// The bytes a socket queues for one peer each way, by default: the per-peer queue holds as many
 /// messages of the largest size a peer may send.
-pub(crate) const PEER_BUDGET: usize = 32 << 20;
+pub(crate) const PEER_BUDGET: usize = 64 << 20;
 
 /// The most messages a per-peer queue holds by default, however small the largest message.
 const PEER_QUEUE_MOST: usize = 1_000;
@@ -500,9 +500,10 @@ mod tests {
 
     #[test]
     fn a_peer_queue_holds_the_budget_in_messages_of_the_largest_size() {
-        assert_eq!(peer_queue_within(PEER_BUDGET, 256 << 10), 128);
-        assert_eq!(peer_queue_within(PEER_BUDGET, 8 << 20), 4);
-        assert_eq!(peer_queue_within(PEER_BUDGET, 64 << 20), 1, "never none");
+        assert_eq!(peer_queue_within(PEER_BUDGET, 64 << 10), 1_000);
+        assert_eq!(peer_queue_within(PEER_BUDGET, 1 << 20), 64);
+        assert_eq!(peer_queue_within(PEER_BUDGET, 8 << 20), 8);
+        assert_eq!(peer_queue_within(PEER_BUDGET, 128 << 20), 1, "never none");
         assert_eq!(
             peer_queue_within(PEER_BUDGET, 16),
             1_000,

@@ -210,23 +210,23 @@ fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, note: Note) {
     let rule = "curve-allow-list";
     match (note.say, note.crowded) {
         (Say::First { .. }, false) => tracing::warn!(
-            endpoint,
-            peer,
+            endpoint = %endpoint,
+            peer = %peer,
             key = %key.fingerprint(),
             rule,
             "refused a client whose CURVE key is not on the endpoint's allow-list; its further \
              attempts are refused and told once a minute while they go on"
         ),
         (Say::First { .. }, true) => tracing::warn!(
-            endpoint,
-            peer,
+            endpoint = %endpoint,
+            peer = %peer,
             rule,
             keys = KEYS_NAMED,
             "refusing clients of more keys than are named one by one: the rest are counted, and \
              told once a minute while they go on"
         ),
         (Say::Again { untold, since }, crowded) => tracing::warn!(
-            endpoint,
+            endpoint = %endpoint,
             key = %if crowded { "(unnamed)".to_owned() } else { key.fingerprint().to_string() },
             rule,
             refused = untold,
