@@ -106,7 +106,10 @@ impl CurveKeyPair {
     pub fn generate() -> Result<Self, ZmqError> {
         let pair = zmq::CurveKeyPair::new().map_err(|err| ZmqError::CurveKey {
             what: "a new key pair".to_owned(),
-            why: format!("libzmq could not make one ({err}): it may be built without CURVE"),
+            why: format!(
+                "libzmq could not make one ({err}): it may be built without CURVE (libsodium); \
+                 Debian and Ubuntu build it with: `apt-get install libzmq3-dev pkg-config`"
+            ),
         })?;
         Ok(Self {
             public: CurvePublicKey(pair.public_key),

@@ -30,6 +30,22 @@ pub enum ZmqError {
         why: String,
     },
 
+    /// CURVE asked of a libzmq built without it (`libzmq` feature): no libsodium.
+    #[error(
+        "CURVE on `{endpoint}` needs a libzmq built with libsodium, and libzmq {version}, the one \
+         this service runs on, was built without it: build against the system's libzmq, which the \
+         distributions build with libsodium (Debian and Ubuntu: `apt-get install libzmq3-dev \
+         pkg-config`, and `libzmq5` where it runs; Fedora: `zeromq-devel pkgconf`; macOS: `brew \
+         install zeromq pkg-config`), and unset `LIBZMQ_PREFIX` and `LIBZMQ_LIB_DIR` if they \
+         point at another copy"
+    )]
+    CurveUnavailable {
+        /// The endpoint that asked for CURVE.
+        endpoint: String,
+        /// The version of the libzmq this process runs on.
+        version: String,
+    },
+
     /// Binding the listener failed.
     #[error(
         "binding `{endpoint}` failed: {source}; is another process (or subscription) listening there?"

@@ -182,6 +182,8 @@ impl Sending {
 
 fn send_now(socket: &zmq::Socket, frames: &Frames) -> Result<bool, zmq::Error> {
     // libzmq takes a message whole or not at all: only its first frame can be refused.
+    // Frames go as `&[u8]`, which the binding copies: never as `Vec<u8>` or `Box<[u8]>`, whose
+    // zero-copy conversions into a message are unsound in `zmq` 0.9.2.
     match socket.send_multipart(frames.iter().map(|frame| &frame[..]), zmq::DONTWAIT) {
         Ok(()) => Ok(true),
         Err(zmq::Error::EAGAIN) => Ok(false),

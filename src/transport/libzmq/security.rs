@@ -16,17 +16,17 @@ impl Speaks<Curve> for Libzmq {
     }
 }
 
-/// Refuses CURVE on a libzmq built without it, saying what to do, rather than failing with a
-/// bare "invalid argument" from the first CURVE option.
+/// Refuses CURVE on a libzmq built without it, naming the package that has it and the version
+/// this process runs on, rather than failing with a bare "invalid argument" from the first CURVE
+/// option.
 pub(super) fn curve_available(options: &Options, address: &str) -> Result<(), ZmqError> {
     if options.security.is_none() || zmq::has("curve") == Some(true) {
         return Ok(());
     }
-    Err(ZmqError::CurveKey {
-        what: format!("CURVE on `{address}`"),
-        why: "the libzmq this service links was built without CURVE: link the system's \
-              libzmq, built with libsodium (see the README, \"CURVE\")"
-            .to_owned(),
+    let (major, minor, patch) = zmq::version();
+    Err(ZmqError::CurveUnavailable {
+        endpoint: address.to_owned(),
+        version: format!("{major}.{minor}.{patch}"),
     })
 }
 

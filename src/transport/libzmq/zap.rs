@@ -133,7 +133,8 @@ fn serve(handler: &zmq::Socket) -> zmq::Error {
             Err(err) => return err,
         };
         let reply = answer(&request);
-        // Frame by frame, so that an interrupted send repeats only the frame it did not send.
+        // Frame by frame, so that an interrupted send repeats only the frame it did not send; as
+        // `&[u8]`, copied (the binding's `Vec<u8>` conversion is unsound in `zmq` 0.9.2).
         let last = reply.len() - 1;
         for (index, frame) in reply.iter().enumerate() {
             let flags = if index == last { 0 } else { zmq::SNDMORE };
