@@ -163,7 +163,9 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     }
 
     /// A broker over `endpoint`. Records the configuration; opens nothing until connect. An
-    /// endpoint with CURVE takes a backend that speaks it (`ui-tests/curve_on_zeromq.rs`).
+    /// endpoint with CURVE takes a backend that speaks it (`ui-tests/backends/curve_on_zeromq.rs`),
+    /// and a bound one only once it says who may connect
+    /// (`ui-tests/curve/curve_server_without_a_client_decision.rs`).
     #[must_use]
     pub fn new<M: Mechanism>(endpoint: ZmqEndpoint<S, M>) -> Self
     where
@@ -172,8 +174,8 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
         let (endpoint, mechanism) = endpoint.into_parts();
         Self {
             monitor: ZmqMonitor::for_endpoint(endpoint.address()),
+            config: B::secured(B::Config::default(), endpoint.address(), mechanism),
             endpoint,
-            config: B::secured(B::Config::default(), mechanism),
             settings: Settings::default(),
             pattern: PhantomData,
         }

@@ -18,8 +18,16 @@ mod sealed {
 }
 
 pub(crate) mod sealed_mechanism {
-    pub trait Sealed {}
-    impl Sealed for super::Plain {}
+    /// What every state of an endpoint's security has, finished or not.
+    pub trait Sealed: Clone + Send + Sync + 'static {
+        /// What `Debug` may say of it, never a secret key.
+        fn describe(&self) -> Option<String>;
+    }
+    impl Sealed for super::Plain {
+        fn describe(&self) -> Option<String> {
+            None
+        }
+    }
 }
 
 /// The side of an endpoint this process takes: [`Bound`] listens, [`Dialing`] connects.
@@ -40,25 +48,26 @@ pub trait Side: sealed::Sealed + Send + Sync + 'static {
     type Fresh: Send + Sync + 'static;
 }
 
-/// How an endpoint's connections are secured: [`Plain`] (ZeroMQ's NULL mechanism, every
-/// backend), or CURVE (`ZmqEndpoint::curve`, the libzmq backend only: a broker on another
-/// backend does not take such an endpoint). Sealed.
-pub trait Mechanism: sealed_mechanism::Sealed + Clone + Send + Sync + 'static {
-    /// What `Debug` may say of it, never a secret key.
-    #[doc(hidden)]
-    fn describe(&self) -> Option<String>;
-}
+/// How an endpoint's connections are secured, finished: [`Plain`] (ZeroMQ's NULL mechanism,
+/// every backend), or CURVE (`ZmqEndpoint::curve`, the libzmq backend only: a broker on another
+/// backend does not take such an endpoint). A broker takes an endpoint only once its mechanism
+/// is one: a bound endpoint with CURVE first says who may connect (`WantsClients`). Sealed.
+#[diagnostic::on_unimplemented(
+    message = "this endpoint's security is not finished (`{Self}`): a CURVE server endpoint says \
+               who may connect before a broker takes it",
+    label = "this endpoint has `.curve(server)`, and no `.allow_clients(..)` or \
+             `.allow_any_client()` yet",
+    note = "call `.allow_clients(keys)` to admit those client keys only, or \
+            `.allow_any_client()` to admit any holder of the server's public key"
+)]
+pub trait Mechanism: sealed_mechanism::Sealed {}
 
 /// ZeroMQ's NULL mechanism: no encryption, no authentication; what an endpoint has until
 /// `curve` is called on it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Plain;
 
-impl Mechanism for Plain {
-    fn describe(&self) -> Option<String> {
-        None
-    }
-}
+impl Mechanism for Plain {}
 
 /// A subscription builder that is complete: it can be mounted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -114,7 +123,7 @@ impl Side for Dialing {
 /// assert_eq!(upstream.address(), "tcp://127.0.0.1:5555");
 /// # let _ = listen;
 /// ```
-pub struct ZmqEndpoint<S: Side, M: Mechanism = Plain> {
+pub struct ZmqEndpoint<S: Side, M = Plain> {
     address: String,
     mechanism: M,
     side: PhantomData<fn() -> S>,
@@ -147,27 +156,18 @@ impl<S: Side> ZmqEndpoint<S> {
     }
 }
 
-impl<S: Side, M: Mechanism> ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::Sealed> ZmqEndpoint<S, M> {
     /// This endpoint, secured by `mechanism` instead.
     #[cfg_attr(
         not(feature = "libzmq"),
         expect(dead_code, reason = "only CURVE secures an endpoint")
     )]
-    pub(crate) fn secured<N: Mechanism>(self, mechanism: N) -> ZmqEndpoint<S, N> {
+    pub(crate) fn secured<N: sealed_mechanism::Sealed>(self, mechanism: N) -> ZmqEndpoint<S, N> {
         ZmqEndpoint {
             address: self.address,
             mechanism,
             side: PhantomData,
         }
-    }
-
-    /// How the endpoint's connections are secured, to change it.
-    #[cfg_attr(
-        not(feature = "libzmq"),
-        expect(dead_code, reason = "only CURVE has settings")
-    )]
-    pub(crate) fn mechanism_mut(&mut self) -> &mut M {
-        &mut self.mechanism
     }
 
     /// The address and the mechanism, apart.
@@ -208,7 +208,7 @@ pub(crate) fn check_address(address: &str) -> Result<(), ZmqError> {
     }
 }
 
-impl<S: Side, M: Mechanism> Clone for ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::Sealed> Clone for ZmqEndpoint<S, M> {
     fn clone(&self) -> Self {
         Self {
             address: self.address.clone(),
@@ -218,7 +218,7 @@ impl<S: Side, M: Mechanism> Clone for ZmqEndpoint<S, M> {
     }
 }
 
-impl<S: Side, M: Mechanism> fmt::Debug for ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::Sealed> fmt::Debug for ZmqEndpoint<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut shown = f.debug_struct("ZmqEndpoint");
         shown
@@ -232,7 +232,7 @@ impl<S: Side, M: Mechanism> fmt::Debug for ZmqEndpoint<S, M> {
     }
 }
 
-impl<S: Side, M: Mechanism> fmt::Display for ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::Sealed> fmt::Display for ZmqEndpoint<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.address, S::NAME)
     }

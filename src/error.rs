@@ -46,6 +46,19 @@ pub enum ZmqError {
         version: String,
     },
 
+    /// A socket of a CURVE broker toward an endpoint it has no CURVE keys for (`libzmq` feature):
+    /// it would have gone in clear.
+    #[error(
+        "no CURVE keys for `{endpoint}`: this broker speaks CURVE and sends nothing in clear; give \
+         the broker the keys for it with `.destination(ZmqEndpoint::dial(\"{endpoint}\")\
+         .curve(client_keys, server_public_key))`, or, where this process listens there, bind it \
+         under CURVE (its own sockets then reach it with keys of their own)"
+    )]
+    CurveDestination {
+        /// The endpoint dialed.
+        endpoint: String,
+    },
+
     /// Binding the listener failed.
     #[error(
         "binding `{endpoint}` failed: {source}; is another process (or subscription) listening there?"

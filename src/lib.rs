@@ -216,7 +216,7 @@ pub use broker::{
 };
 pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
 #[cfg(feature = "libzmq")]
-pub use curve::{Curve, CurveKeyPair, CurvePublicKey};
+pub use curve::{Curve, CurveKeyPair, CurvePublicKey, WantsClients};
 pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{
     Bound, Dialing, Mechanism, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,

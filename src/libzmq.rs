@@ -14,18 +14,19 @@
 //! # let _ = exposed;
 //! ```
 //!
-//! Imports: `broker`, `endpoint`, `pattern` and `transport` (its backend's marker); its
-//! [`prelude`] imports the crate's.
+//! Imports: `broker`, `curve`, `endpoint`, `pattern` and `transport` (its backend's marker);
+//! its [`prelude`] imports the crate's.
 
 use std::time::Duration;
 
 #[doc(inline)]
 pub use crate::transport::libzmq::Libzmq;
 #[cfg(doc)]
-use crate::{WireLimits, ZmqMonitor};
+use crate::{WireLimits, ZmqError, ZmqMonitor};
 use crate::{
     broker::{FanoutKind, Pattern, QueueKind, RpcKind, ZmqBroker},
-    endpoint::{Bound, Side},
+    curve::Curve,
+    endpoint::{Bound, Dialing, Side, ZmqEndpoint},
 };
 
 /// The queue pattern on libzmq: [`ZmqQueue`](crate::ZmqQueue), pinned to this backend.
@@ -82,6 +83,41 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
     #[must_use]
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.config.handshake_timeout = timeout;
+        self
+    }
+
+    /// The CURVE keys this broker's sockets use toward another endpoint, where its
+    /// `name@endpoint` destinations go (retry copies, dead letters): the client key pair this
+    /// process shows there and that server's public key, given as a dialing endpoint with CURVE
+    /// (the address as destinations name it). Given again for the same address, the last wins.
+    ///
+    /// A socket the broker dials takes the first of: the keys given here for its address; the
+    /// endpoint's own client keys, where it dials the endpoint; this process's own key pair,
+    /// where a CURVE listener of this process listens there (a queue the service binds for its
+    /// own copies needs nothing here, and no other process's secret). On a broker whose
+    /// endpoint speaks CURVE, a destination with none of these is refused at its first send
+    /// ([`ZmqError::CurveDestination`]): nothing leaves in clear.
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, ZmqEndpoint, libzmq::ZmqQueue};
+    ///
+    /// // A worker: its own key pair, the public keys of the ventilator and the sink.
+    /// let worker = CurveKeyPair::generate().unwrap();
+    /// let (vent, sink) = (
+    ///     CurveKeyPair::generate().unwrap().public(),
+    ///     CurveKeyPair::generate().unwrap().public(),
+    /// );
+    /// // Its jobs come from the ventilator; the results of those it gives up on go to
+    /// // `failed@tcp://10.0.0.20:5571`, the sink's, which knows this worker by the same key.
+    /// let jobs = ZmqEndpoint::dial("tcp://10.0.0.10:5550").curve(worker.clone(), vent);
+    /// let failed = ZmqEndpoint::dial("tcp://10.0.0.20:5571").curve(worker, sink);
+    /// let broker = ZmqQueue::new(jobs).destination(failed);
+    /// # let _ = broker;
+    /// ```
+    #[must_use]
+    pub fn destination(mut self, endpoint: ZmqEndpoint<Dialing, Curve>) -> Self {
+        let (endpoint, curve) = endpoint.into_parts();
+        self.config.destination(endpoint.address(), curve);
         self
     }
 }

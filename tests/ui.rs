@@ -23,8 +23,16 @@
 //! With both backends compiled, `ui-tests/backends/` holds what does not compile across them:
 //!
 //! - `libzmq_settings_on_zeromq`: a libzmq-only setting (`heartbeat`) on a `zeromq` broker;
-//! - `curve_on_zeromq`: a CURVE endpoint given to a `zeromq` broker;
-//! - `allow_clients_without_curve`: an allow-list on an endpoint without CURVE.
+//! - `curve_on_zeromq`: a CURVE endpoint given to a `zeromq` broker.
+//!
+//! With libzmq compiled, `ui-tests/curve/` holds the CURVE steps taken wrong:
+//!
+//! - `curve_server_without_a_client_decision`: a bound CURVE endpoint given to a broker before it
+//!   says who may connect (`allow_clients(keys)` or `allow_any_client()`);
+//! - `allow_clients_without_curve`: an allow-list on an endpoint without CURVE;
+//! - `allow_clients_after_the_decision`: an allow-list on an endpoint (a clone) that already said
+//!   who may connect;
+//! - `destination_in_clear`: a destination given to a broker without CURVE keys.
 
 #[test]
 fn misuses_of_the_retry_destination_do_not_compile() {
@@ -32,5 +40,8 @@ fn misuses_of_the_retry_destination_do_not_compile() {
     cases.compile_fail("ui-tests/*.rs");
     if cfg!(all(feature = "zeromq", feature = "libzmq")) {
         cases.compile_fail("ui-tests/backends/*.rs");
+    }
+    if cfg!(feature = "libzmq") {
+        cases.compile_fail("ui-tests/curve/*.rs");
     }
 }

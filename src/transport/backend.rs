@@ -64,14 +64,22 @@ pub type DefaultBackend = super::libzmq::Libzmq;
 /// Backend `Self` speaks mechanism `M`: every backend speaks ZeroMQ's NULL
 /// ([`Plain`](crate::Plain)), only [`Libzmq`](super::libzmq::Libzmq) speaks CURVE. A broker takes
 /// an endpoint only if its backend speaks the endpoint's mechanism.
+#[diagnostic::on_unimplemented(
+    message = "a broker on `{Self}` takes no endpoint secured by `{M}`",
+    label = "this endpoint's mechanism",
+    note = "CURVE is spoken by the brokers on libzmq only: `ruststream_zmq::libzmq::ZmqQueue` and \
+            its siblings (feature `libzmq`)",
+    note = "a bound CURVE endpoint (`WantsClients`) is taken once it says who may connect: \
+            `.allow_clients(keys)` or `.allow_any_client()`"
+)]
 pub trait Speaks<M: Mechanism>: Backend {
-    /// `config`, with the mechanism the sockets speak.
+    /// `config`, with the mechanism the sockets on the endpoint at `address` speak.
     #[doc(hidden)]
-    fn secured(config: Self::Config, mechanism: M) -> Self::Config;
+    fn secured(config: Self::Config, address: &str, mechanism: M) -> Self::Config;
 }
 
 impl<B: Backend> Speaks<Plain> for B {
-    fn secured(config: B::Config, Plain: Plain) -> B::Config {
+    fn secured(config: B::Config, _address: &str, Plain: Plain) -> B::Config {
         config
     }
 }

@@ -3,5 +3,6 @@ use ruststream_zmq::{CurveKeyPair, ZmqEndpoint, zeromq::ZmqQueue};
 
 fn main() {
     let server = CurveKeyPair::generate().unwrap();
-    let _ = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0").curve(server));
+    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0").curve(server).allow_any_client();
+    let _ = ZmqQueue::new(endpoint);
 }

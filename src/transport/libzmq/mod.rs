@@ -10,10 +10,11 @@
 //! - [`driven`]: a socket driven through its notification descriptor by the task that waits on
 //!   it, and sent through from others;
 //! - [`watcher`]: who a socket is connected to, from its monitor, read by a thread of its own;
-//! - [`security`]: CURVE on a socket, as its endpoint says; [`zap`]: who may connect.
+//! - [`security`]: the CURVE keys of each socket, as its endpoint, its broker's destinations and
+//!   this process's own listeners say; [`zap`]: who may connect.
 //!
-//! Imports: its parent `transport`, and `curve`, `endpoint`, `error`, `monitor`, `pattern` and
-//! `wire`.
+//! Imports: its parent `transport`, and `curve`, `endpoint`, `error`, `monitor`, `pattern`,
+//! `routing`, `throttle` and `wire`.
 
 mod driven;
 mod duplex;
@@ -32,7 +33,7 @@ use tokio::time::{Instant, sleep_until};
 pub(crate) use self::duplex::LibzmqDuplex;
 use self::{
     driven::Driven,
-    security::{curve_available, secure},
+    security::{Keys, Listening, Plan},
     watcher::Watched,
 };
 use super::{
@@ -41,8 +42,8 @@ use super::{
     fault, refused_send, sealed, transport_of,
 };
 use crate::{
-    curve::Security, endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role,
-    settings::Settings, wire::Frames,
+    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, settings::Settings,
+    wire::Frames,
 };
 
 /// libzmq, the C library every pyzmq and C++ peer runs (feature `libzmq`): ZMTP heartbeats,
@@ -76,12 +77,12 @@ impl SocketBackend for Libzmq {
             max_message_bytes: settings.limits.message_bytes(),
             heartbeat: config.heartbeat,
             handshake_timeout: config.handshake_timeout,
-            security: config.security,
+            keys: Arc::new(config.keys),
         }
     }
 
     fn curve(options: &Options) -> bool {
-        options.security.is_some()
+        options.keys.speaks_curve()
     }
 }
 
@@ -96,8 +97,8 @@ pub struct Config {
     pub(crate) heartbeat: Option<(Duration, Duration)>,
     /// How long a new connection may take to finish its handshake before it is cut.
     pub(crate) handshake_timeout: Duration,
-    /// CURVE on every socket, when the endpoint has it.
-    pub(crate) security: Option<Security>,
+    /// The CURVE keys of the endpoint, and of destinations.
+    keys: Keys,
 }
 
 impl Default for Config {
@@ -106,7 +107,7 @@ impl Default for Config {
             peer_queue: None,
             heartbeat: Some((Duration::from_secs(2), Duration::from_secs(10))),
             handshake_timeout: Duration::from_secs(10),
-            security: None,
+            keys: Keys::default(),
         }
     }
 }
@@ -123,8 +124,8 @@ pub(crate) struct Options {
     heartbeat: Option<(Duration, Duration)>,
     /// How long a new connection may take to finish its handshake.
     handshake_timeout: Duration,
-    /// CURVE on every socket, when the endpoint has it.
-    security: Option<Security>,
+    /// The CURVE keys each socket chooses from.
+    keys: Arc<Keys>,
 }
 
 /// The bytes a socket queues for one peer each way, by default: the per-peer queue holds as many
@@ -203,17 +204,19 @@ struct Socket {
     peer_queue: usize,
     /// The allow-list this socket's CURVE handshakes are checked against, while it lives.
     _admits: Option<zap::Registered>,
+    /// This CURVE listener, known to the process's dialing sockets while it lives.
+    _listening: Option<Listening>,
 }
 
 impl Socket {
-    /// A libzmq socket for `role`, set up with `options`, and the socket its monitor reports
-    /// to; not yet bound or connected.
+    /// A libzmq socket for `role`, set up with `options` and speaking as `plan` says, and the
+    /// socket its monitor reports to; not yet bound or connected.
     fn open(
         role: Role,
         address: &str,
-        binds: bool,
         topics: &[String],
         options: &Options,
+        plan: &Plan,
     ) -> Result<Opened, zmq::Error> {
         let socket = CONTEXT.socket(kind(role))?;
         let queue = i32::try_from(options.peer_queue).unwrap_or(i32::MAX);
@@ -247,7 +250,7 @@ impl Socket {
         for topic in topics {
             socket.set_subscribe(topic.as_bytes())?;
         }
-        let admits = secure(&socket, options.security.as_ref(), binds, address)?;
+        let admits = security::apply(&socket, plan, address)?;
         let events = Watched::attach(&socket)?;
         Ok(Opened {
             socket,
@@ -259,11 +262,10 @@ impl Socket {
     /// Drives a bound or dialing `socket` on `address`, and watches its monitor.
     fn start(
         opened: Opened,
-        role: Role,
-        address: String,
-        binds: bool,
+        (role, address, binds): (Role, String, bool),
         monitor: ZmqMonitor,
         options: &Options,
+        listening: Option<Listening>,
     ) -> Result<Self, zmq::Error> {
         Ok(Self {
             peers: Watched::start(opened.events, role, &address, binds, monitor.clone())?,
@@ -274,6 +276,7 @@ impl Socket {
             binds,
             peer_queue: options.peer_queue,
             _admits: opened.admits,
+            _listening: listening,
         })
     }
 
@@ -288,8 +291,8 @@ impl Socket {
             endpoint: address.to_owned(),
             source: fault(err),
         };
-        curve_available(&options, address)?;
-        let opened = Self::open(role, address, true, topics, &options).map_err(failed)?;
+        let plan = security::plan(&options.keys, true, address)?;
+        let opened = Self::open(role, address, topics, &options, &plan).map_err(failed)?;
         opened.socket.bind(&bind_form(address)).map_err(failed)?;
         let resolved = match opened.socket.get_last_endpoint() {
             Ok(Ok(resolved)) => resolved,
@@ -298,7 +301,9 @@ impl Socket {
         if let Some(admits) = &opened.admits {
             admits.listening_on(&resolved);
         }
-        let socket = Self::start(opened, role, resolved.clone(), true, monitor, &options);
+        let listening = security::listening(&plan, &resolved);
+        let opening = (role, resolved.clone(), true);
+        let socket = Self::start(opened, opening, monitor, &options, listening);
         Ok((socket.map_err(failed)?, resolved))
     }
 
@@ -313,11 +318,12 @@ impl Socket {
             endpoint: address.to_owned(),
             source: fault(err),
         };
-        curve_available(&options, address)?;
-        let opened = Self::open(role, address, false, topics, &options).map_err(failed)?;
+        let plan = security::plan(&options.keys, false, address)?;
+        let opened = Self::open(role, address, topics, &options, &plan).map_err(failed)?;
         // libzmq dials in the background, and again whenever the peer goes away.
         opened.socket.connect(address).map_err(failed)?;
-        Self::start(opened, role, address.to_owned(), false, monitor, &options).map_err(failed)
+        let opening = (role, address.to_owned(), false);
+        Self::start(opened, opening, monitor, &options, None).map_err(failed)
     }
 
     /// Waits until the socket has a peer: a dialing one finished its handshake, a bound one

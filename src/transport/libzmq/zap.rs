@@ -1,7 +1,9 @@
 //! Who may connect to a CURVE endpoint with an allow-list: libzmq asks, for each client's
 //! handshake, an authentication handler of the process (ZAP, ZeroMQ RFC 27) on
 //! `inproc://zeromq.zap.01`. One thread answers those requests for every such endpoint of the
-//! process, each known by the ZAP domain its sockets carry.
+//! process, each known by the ZAP domain its sockets carry. Every endpoint admits, beside its
+//! list, this process's own key pair ([`own_keys`]), which the process's dialing sockets use
+//! toward its own listeners.
 //!
 //! A refused client is logged once a burst of its attempts per endpoint and key, naming the
 //! endpoint, the peer's address and the key's fingerprint; past [`KEYS_NAMED`] keys, one line
@@ -20,7 +22,7 @@ use tokio::time::Instant;
 
 use super::{CONTEXT, resumed};
 use crate::{
-    curve::{AllowList, CurvePublicKey},
+    curve::{AllowList, CurveKeyPair, CurvePublicKey},
     throttle::{Note, Say, Throttle},
 };
 
@@ -38,6 +40,15 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Whether the handler's thread runs (or why it could not start).
 static HANDLER_STARTED: OnceLock<Result<(), zmq::Error>> = OnceLock::new();
+
+/// This process's own key pair: made once, never leaves the process.
+static OWN: LazyLock<Option<CurveKeyPair>> = LazyLock::new(|| CurveKeyPair::generate().ok());
+
+/// The key pair this process's sockets dial its own CURVE listeners with, which every allow-list
+/// of the process admits; `None` on a libzmq without CURVE.
+pub(super) fn own_keys() -> Option<&'static CurveKeyPair> {
+    OWN.as_ref()
+}
 
 /// One endpoint's allow-list, and the bursts of refusals under way (one warning each).
 struct Domain {
@@ -196,11 +207,13 @@ enum Verdict {
 
 /// The decision, over the endpoint's allow-list and the client's key (none when it did not
 /// speak CURVE). libzmq asks about every CURVE server of the process once a handler runs, and
-/// one with no allow-list (no domain of ours) admits any client that knows its key.
+/// one with no allow-list (no domain of ours) admits any client that knows its key. A list
+/// admits its keys and this process's own.
 fn verdict(allowed: Option<&AllowList>, key: Option<&CurvePublicKey>) -> Verdict {
+    let own = own_keys().map(CurveKeyPair::public);
     match (allowed, key) {
         (None, _) => Verdict::Admitted,
-        (Some(allowed), Some(key)) if allowed.admits(key) => Verdict::Admitted,
+        (Some(allowed), Some(key)) if allowed.admits(key) || own == Some(*key) => Verdict::Admitted,
         (Some(_), _) => Verdict::Refused,
     }
 }
@@ -257,7 +270,6 @@ fn reply(version: &[u8], id: &[u8], verdict: Verdict) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::curve::CurveKeyPair;
 
     fn request(domain: &str, mechanism: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
         vec![
@@ -283,6 +295,12 @@ mod tests {
             verdict(None, Some(&listed)),
             Verdict::Admitted,
             "a server with no list"
+        );
+        let own = own_keys().unwrap().public();
+        assert_eq!(
+            verdict(Some(&AllowList::new([])), Some(&own)),
+            Verdict::Admitted,
+            "this process's own key, on every list"
         );
     }
 
