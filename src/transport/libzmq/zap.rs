@@ -5,6 +5,14 @@
 //! list, this process's own key pair ([`own_keys`]), which the process's dialing sockets use
 //! toward its own listeners.
 //!
+//! The handler must never stop while a listener relies on it: libzmq admits every client that
+//! knows a server's key while no handler is bound (ZeroMQ's "Stonehouse" fallback; the option
+//! that would refuse instead, `ZMQ_ZAP_ENFORCE_DOMAIN`, is a draft one that stable libzmq builds
+//! lack). A signal that interrupts its wait is resumed. Anything else that stops it (its socket
+//! fails, its thread panics: a tracing layer, say) aborts the process, after an ERROR naming the
+//! endpoints that relied on it, without ever unbinding the handler: there is no moment when a
+//! client off a list is admitted.
+//!
 //! A refused client is logged once a burst of its attempts per endpoint and key, naming the
 //! endpoint, the peer's address and the key's fingerprint; past [`KEYS_NAMED`] keys, one line
 //! covers the rest. libzmq then reports the failed handshake to the socket's monitor, which
@@ -12,6 +20,7 @@
 
 use std::{
     collections::HashMap,
+    panic::{AssertUnwindSafe, catch_unwind},
     sync::{
         LazyLock, Mutex, OnceLock, PoisonError,
         atomic::{AtomicU64, Ordering},
@@ -98,35 +107,57 @@ pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered,
 }
 
 /// Binds the handler and starts its thread, which serves for the life of the process.
-///
-/// The handler must never stop: while no handler is bound, libzmq admits every client that
-/// knows a server's key (ZeroMQ's "Stonehouse" fallback; the option that would refuse instead,
-/// `ZMQ_ZAP_ENFORCE_DOMAIN`, is a draft one that stable libzmq builds lack). So a wait that a
-/// signal interrupts is resumed, and a handler that fails for another reason is bound again.
 fn start() -> Result<(), zmq::Error> {
     let handler = bind_handler()?;
     std::thread::Builder::new()
         .name("zmq-zap".to_owned())
-        .spawn(move || {
-            let mut handler = handler;
-            loop {
-                let failure = serve(&handler);
-                tracing::error!(
-                    error = %failure,
-                    "the CURVE authentication handler failed; binding it again"
-                );
-                drop(handler);
-                handler = loop {
-                    match bind_handler() {
-                        Ok(handler) => break handler,
-                        // The old socket's endpoint is released in the background.
-                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
-                    }
-                };
-            }
-        })
+        .spawn(move || guard(&handler))
         .map(drop)
         .map_err(|_| zmq::Error::EMFILE)
+}
+
+/// Serves on `handler` until it cannot, then aborts the process: the handler stays bound (it is
+/// only borrowed here, and dropped with the process), so libzmq never finds it gone.
+fn guard(handler: &zmq::Socket) -> ! {
+    let why = match catch_unwind(AssertUnwindSafe(|| serve(handler))) {
+        Ok(failure) => format!("its socket failed: {failure}"),
+        Err(panic) => format!(
+            "its thread panicked: {}",
+            panic
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_owned())
+        ),
+    };
+    enforcement_lost(&why)
+}
+
+/// Says which endpoints' allow-lists can no longer be enforced, then aborts the process, before
+/// any of them admits a client the list does not name.
+fn enforcement_lost(why: &str) -> ! {
+    let mut endpoints: Vec<String> = domains().values().map(|d| d.endpoint.clone()).collect();
+    endpoints.sort();
+    let endpoints = endpoints.join(", ");
+    // The log may be what failed (a tracing layer that panics): the process aborts whatever it
+    // does, and says so on stderr if the log could not.
+    let logged = catch_unwind(|| {
+        tracing::error!(
+            endpoints = %endpoints,
+            why,
+            "the CURVE authentication handler stopped, and with no handler libzmq admits every \
+             client that knows a server's key: aborting the process, so that no listener admits a \
+             client off its allow-list; restart it"
+        );
+    });
+    if logged.is_err() {
+        eprintln!(
+            "ruststream-zmq: the CURVE authentication handler stopped ({why}); aborting the \
+             process, so that no listener admits a client off its allow-list (endpoints: \
+             {endpoints}); restart it"
+        );
+    }
+    std::process::abort()
 }
 
 fn bind_handler() -> Result<zmq::Socket, zmq::Error> {
@@ -143,6 +174,13 @@ fn serve(handler: &zmq::Socket) -> zmq::Error {
             Ok(request) => request,
             Err(err) => return err,
         };
+        // A unit test's stand-ins for a socket that fails, or a panic, with a request unanswered.
+        #[cfg(test)]
+        match tests::FAULT.swap(tests::NO_FAULT, Ordering::SeqCst) {
+            tests::SOCKET_FAILS => return zmq::Error::EFAULT,
+            tests::PANICS => panic!("a panic a unit test injected"),
+            _ => {}
+        }
         let reply = answer(&request);
         // Frame by frame, so that an interrupted send repeats only the frame it did not send; as
         // `&[u8]`, copied (the binding's `Vec<u8>` conversion is unsound in `zmq` 0.9.2).
@@ -269,7 +307,25 @@ fn reply(version: &[u8], id: &[u8], verdict: Verdict) -> Vec<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use std::{
+        io::Read,
+        os::unix::process::ExitStatusExt,
+        process::{Command, Stdio},
+        sync::atomic::AtomicU8,
+        time::{Duration, Instant as StdInstant},
+    };
+
     use super::*;
+
+    /// The fault the handler meets at its next request, set by a test in its child process.
+    pub(super) static FAULT: AtomicU8 = AtomicU8::new(NO_FAULT);
+    pub(super) const NO_FAULT: u8 = 0;
+    pub(super) const SOCKET_FAILS: u8 = 1;
+    pub(super) const PANICS: u8 = 2;
+
+    /// Marks the child process of [`a_failed_handler_aborts_before_an_unlisted_client_gets_in`];
+    /// its value is the fault to inject.
+    const CHILD: &str = "RUSTSTREAM_ZMQ_ZAP_FAULT";
 
     fn request(domain: &str, mechanism: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
         vec![
@@ -302,6 +358,106 @@ mod tests {
             Verdict::Admitted,
             "this process's own key, on every list"
         );
+    }
+
+    /// In a child process: a CURVE listener whose list names another key, the handler meeting
+    /// `fault` at the next request, and an unlisted client that knows the server's key sending
+    /// to it; prints what arrives.
+    fn unlisted_client_meets(fault: u8) {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+        let server = CurveKeyPair::generate().unwrap();
+        let listed = CurveKeyPair::generate().unwrap().public();
+        let pull = CONTEXT.socket(zmq::PULL).unwrap();
+        pull.set_curve_server(true).unwrap();
+        pull.set_curve_secretkey(server.secret()).unwrap();
+        let registered = register(AllowList::new([listed]), "tcp://127.0.0.1:0").unwrap();
+        pull.set_zap_domain(&registered.domain).unwrap();
+        pull.bind("tcp://127.0.0.1:*").unwrap();
+        let address = pull.get_last_endpoint().unwrap().unwrap();
+        registered.listening_on(&address);
+        println!("listening on {address}");
+        FAULT.store(fault, Ordering::SeqCst);
+        pull.set_rcvtimeo(100).unwrap();
+        // A new unlisted client every 100 ms, each with a job: one that came after the handler
+        // was gone would be admitted.
+        let mut clients = Vec::new();
+        for n in 0..50 {
+            let stranger = CurveKeyPair::generate().unwrap();
+            let push = CONTEXT.socket(zmq::PUSH).unwrap();
+            push.set_linger(0).unwrap();
+            push.set_curve_serverkey(server.public().bytes()).unwrap();
+            push.set_curve_publickey(stranger.public().bytes()).unwrap();
+            push.set_curve_secretkey(stranger.secret()).unwrap();
+            push.connect(&address).unwrap();
+            push.send(format!("job {n}").as_bytes(), 0).unwrap();
+            clients.push(push);
+            if let Ok(message) = pull.recv_bytes(0) {
+                println!("received {}", String::from_utf8_lossy(&message));
+            }
+        }
+        println!("still running");
+    }
+
+    /// Runs [`unlisted_client_meets`] with `fault` in a child process; answers how it ended,
+    /// what it printed, and the endpoint it listened on.
+    fn child_with(fault: u8) -> (std::process::ExitStatus, String, String) {
+        let test = "transport::libzmq::zap::tests::a_failed_handler_aborts_before_an_unlisted_client_gets_in";
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(CHILD, fault.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A loaded 2-core machine: the child's own wait is 10 s at most.
+        let deadline = StdInstant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if StdInstant::now() > deadline {
+                let _ = child.kill();
+                panic!("the child process with fault {fault} did not end");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        child.stdout.unwrap().read_to_string(&mut stdout).unwrap();
+        child.stderr.unwrap().read_to_string(&mut stderr).unwrap();
+        (status, stdout, stderr)
+    }
+
+    /// Enforcement never lapses: the handler's socket failing, or its thread panicking, with an
+    /// unlisted client's handshake waiting, ends the process (SIGABRT) with an ERROR naming the
+    /// endpoint, and the client's message never arrives.
+    #[test]
+    fn a_failed_handler_aborts_before_an_unlisted_client_gets_in() {
+        if let Some(fault) = std::env::var_os(CHILD) {
+            return unlisted_client_meets(fault.to_str().unwrap().parse().unwrap());
+        }
+        for (fault, why) in [
+            (SOCKET_FAILS, "its socket failed"),
+            (PANICS, "its thread panicked: a panic a unit test injected"),
+        ] {
+            let (status, stdout, stderr) = child_with(fault);
+            let shown = format!("{status}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}");
+            assert!(!stdout.contains("received"), "a message got in: {shown}");
+            assert_eq!(status.signal(), Some(libc::SIGABRT), "{shown}");
+            let address = stdout
+                .lines()
+                .find_map(|line| Some(line.split_once("listening on ")?.1))
+                .unwrap_or_else(|| panic!("no endpoint: {shown}"));
+            let error = stderr
+                .lines()
+                .find(|line| line.contains("the CURVE authentication handler stopped"))
+                .unwrap_or_else(|| panic!("no ERROR: {shown}"));
+            assert!(error.contains("ERROR"), "{error}");
+            assert!(error.contains(&format!("endpoints={address}")), "{error}");
+            assert!(error.contains(why), "{error}");
+        }
     }
 
     #[test]
