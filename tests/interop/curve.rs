@@ -1,6 +1,9 @@
 //! CURVE on the libzmq backend, against pyzmq CURVE peers: every pattern end to end with the
 //! right keys, a wrong server key and a client off the allow-list refused and counted, and the
-//! bytes on the wire never in clear (a relay between the two keeps them).
+//! bytes on the wire never in clear (a relay between the two keeps them); key pairs and
+//! certificates as pyzmq makes them; `allow_any_client`; keys per destination, and the
+//! process's own toward its own listeners; and the process aborting, never admitting, when the
+//! authentication handler fails.
 
 use std::{
     sync::{Arc, Mutex},
@@ -15,8 +18,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::prelude::*;
 use crate::support::{
-    Deadline, PyPeer, STEP, Tap, alone, captured_logs, interrupt_until_handled_by, is_child,
-    json_of, log_lines, logged, logs, python,
+    ChildTest, Deadline, PyPeer, STEP, Tap, alone, captured_logs, interrupt_until_handled_by,
+    is_child, json_of, log_lines, logged, logs, python,
 };
 
 /// What the messages carry: it must never be seen on the wire under CURVE.
@@ -648,4 +651,421 @@ async fn logged_once_in_a_process_of_its_own() {
     );
     assert!(tap.next(Duration::from_millis(300)).await.is_none());
     connected.shutdown().await.unwrap();
+}
+
+// -------------------------------------------------------------------------------------------
+// Keys: pairs read as pyzmq makes them, certificates as it writes them
+
+/// The Z85 public key of one pair and the secret of another are refused; each pair whole, as
+/// pyzmq made it, is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_pair_pyzmq_made_is_read_and_halves_of_two_pairs_are_refused() {
+    let (a, b) = (python_keypair(), python_keypair());
+    for (public, secret) in [&a, &b] {
+        let pair = CurveKeyPair::from_z85(public, secret).expect("a pair pyzmq made");
+        assert_eq!(pair.public().to_z85(), *public);
+    }
+    let err = CurveKeyPair::from_z85(&a.0, &b.1).unwrap_err().to_string();
+    assert!(err.contains("do not belong together"), "{err}");
+    assert!(!err.contains(&b.1[..8]), "the secret quoted: {err}");
+}
+
+/// A certificate pair as `zmq.auth.create_certificates` writes it into `dir`: (public file,
+/// secret file), the secret file with pyzmq's own permissions (the umask's).
+fn python_certificates(dir: &std::path::Path, name: &str) -> (String, String) {
+    let out = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import sys, zmq.auth; print(*zmq.auth.create_certificates(sys.argv[1], sys.argv[2]))",
+            dir.to_str().unwrap(),
+            name,
+        ])
+        .output()
+        .expect("running Python for a certificate");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (public, secret) = text.trim().split_once(' ').expect("two files");
+    (public.to_owned(), secret.to_owned())
+}
+
+/// A secret certificate pyzmq wrote with the umask's permissions is refused, naming the file
+/// and the `chmod` that fixes it; once only its owner may read it, a queue serves with it and a
+/// pyzmq client that knows its public key gets a job in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pyzmq_certificate_is_refused_until_only_its_owner_may_read_it_then_serves() {
+    use std::os::unix::fs::PermissionsExt;
+    logs();
+    let dir = std::env::temp_dir().join(format!("curve-certificates-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, secret_file) = python_certificates(&dir, "server");
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = CurveKeyPair::from_file(&secret_file)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&secret_file), "{err}");
+    assert!(err.contains("mode 0644"), "{err}");
+    assert!(err.contains(&format!("`chmod 600 {secret_file}`")), "{err}");
+
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = CurveKeyPair::from_file(&secret_file).expect("the certificate, owner only");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let client = python_keypair();
+    let (connected, mut tap, address) = curve_queue(&server, &[&client]).await;
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &client)).await;
+    peer.send(&[b"jobs", &job(1)]).await;
+    assert_eq!(
+        json_of(&tap.expect("a job to the certificate's key").await)["n"],
+        1
+    );
+    connected.shutdown().await.unwrap();
+}
+
+// -------------------------------------------------------------------------------------------
+// Who may connect
+
+/// The test below, by the name libtest gives it.
+fn any_client() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "an_endpoint_that_allows_any_client_admits_any_holder_of_the_server_key_and_warns_once",
+    )
+}
+
+/// `allow_any_client()`: two pyzmq clients of keys nobody listed get their jobs in, a wrong
+/// server key is still refused, and the listener said once, naming its endpoint, that it
+/// admits any holder of the key. The warning is read from the logs, so it runs alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_allows_any_client_admits_any_holder_of_the_server_key_and_warns_once() {
+    if is_child(&any_client()) {
+        return any_client_in_a_process_of_its_own().await;
+    }
+    alone(&any_client()).await;
+}
+
+async fn any_client_in_a_process_of_its_own() {
+    captured_logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let endpoint = ZmqEndpoint::bind("tcp://127.0.0.1:0")
+        .curve(server.clone())
+        .allow_any_client();
+    let connected = ZmqQueue::new(endpoint).connect().await.unwrap();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let monitor = connected.monitor();
+    let address = monitor.bound_address().unwrap();
+    for n in 1..=2 {
+        let anyone = python_keypair();
+        let mut peer =
+            PyPeer::connect("PUSH", &address, client_of(&server.public(), &anyone)).await;
+        peer.send(&[b"jobs", &job(n)]).await;
+        assert_eq!(json_of(&tap.expect("a job of any key").await)["n"], n);
+    }
+    let impostor = CurveKeyPair::generate().unwrap().public();
+    let mut wrong =
+        PyPeer::connect("PUSH", &address, client_of(&impostor, &python_keypair())).await;
+    offer(&mut wrong, 3).await;
+    refused_at(
+        &mut wrong,
+        Refused::WrongServerKey,
+        "a wrong server key refused",
+    )
+    .await;
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    let lines = log_lines(&["admits any client that holds its server's public key"]);
+    assert_eq!(lines.len(), 1, "said once: {lines:#?}");
+    assert!(lines[0].contains(" WARN "), "{}", lines[0]);
+    assert!(
+        lines[0].contains(&format!("endpoint={address} ")),
+        "the endpoint {address} named: {}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(&format!("server={}", server.public().fingerprint())),
+        "{}",
+        lines[0]
+    );
+    connected.shutdown().await.unwrap();
+}
+
+/// A bound CURVE queue's copies to its own listener (a bare-name publish) go with the process's
+/// own key, which its list admits though no one listed it; a client off the list is still
+/// refused, and a listed one still gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bound_curve_queues_own_copies_reach_its_listener_and_unlisted_clients_stay_out() {
+    logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let (listed, stranger) = (python_keypair(), python_keypair());
+    let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    let monitor = connected.monitor();
+    let publisher = connected.publisher();
+    publisher
+        .publish(
+            OutgoingMessage::produced("jobs", BytesMut::from(&job(1)[..])),
+            None,
+        )
+        .await
+        .expect("a copy to the queue's own listener");
+    assert_eq!(json_of(&tap.expect("the broker's own copy").await)["n"], 1);
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
+    offer(&mut peer, 2).await;
+    refused_at(&mut peer, Refused::NotListed, "an unlisted client refused").await;
+    refused(&monitor, 1, "the unlisted client counted").await;
+    let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
+    friend.send(&[b"jobs", &job(3)]).await;
+    assert_eq!(
+        json_of(&tap.expect("the listed client's job").await)["n"],
+        3
+    );
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    assert_eq!(monitor.peers_refused(), 1);
+    connected.shutdown().await.unwrap();
+}
+
+// -------------------------------------------------------------------------------------------
+// Keys per destination
+
+/// A pyzmq CURVE server of `socket` with a key pair of its own, bound on loopback, that admits
+/// `allowed` only (pyzmq's authenticator); answers it and its public key.
+async fn python_server(socket: &str, allowed: &[CurvePublicKey]) -> (PyPeer, CurvePublicKey) {
+    let (public, secret) = python_keypair();
+    let allowed: Vec<String> = allowed.iter().map(CurvePublicKey::to_z85).collect();
+    let spec = json!({
+        "socket": socket,
+        "bind": "tcp://127.0.0.1:*",
+        "options": {"CURVE_SERVER": 1, "CURVE_SECRETKEY": secret},
+        "allow_curve": allowed,
+    });
+    let peer = PyPeer::start_spec(spec).await;
+    (peer, CurvePublicKey::from_z85(&public).unwrap())
+}
+
+/// A dialing CURVE queue reads its jobs from a pyzmq server (the ventilator) through a relay,
+/// and sends copies to a `name@endpoint` destination (another pyzmq server, the sink's, that
+/// admits one client key) with the keys the broker gives that destination, through a second
+/// relay: both relays carried the messages, neither in clear. The sink admits the destination's
+/// client key alone, so a copy with the endpoint's keys or the process's would not arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_curve_queue_reads_and_sends_copies_with_each_destinations_keys_never_in_clear() {
+    logs();
+    let (worker, to_sink) = (
+        CurveKeyPair::generate().unwrap(),
+        CurveKeyPair::generate().unwrap(),
+    );
+    let (mut vent, vent_public) = python_server("PUSH", &[worker.public()]).await;
+    let (mut sink, sink_public) = python_server("PULL", &[to_sink.public()]).await;
+    let (jobs_relay, sink_relay) = (
+        Relay::to(&vent.endpoint).await,
+        Relay::to(&sink.endpoint).await,
+    );
+    let jobs = ZmqEndpoint::dial(jobs_relay.address.clone()).curve(worker, vent_public);
+    let destination = ZmqEndpoint::dial(sink_relay.address.clone()).curve(to_sink, sink_public);
+    let connected = ZmqQueue::new(jobs)
+        .destination(destination)
+        .connect()
+        .await
+        .unwrap();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    vent.send(&[b"jobs", &job(1)]).await;
+    assert_eq!(json_of(&tap.expect("the ventilator's job").await)["n"], 1);
+    let to = format!("jobs.retry@{}", sink_relay.address);
+    connected
+        .publisher()
+        .publish(
+            OutgoingMessage::produced(&to, BytesMut::from(&job(2)[..])),
+            None,
+        )
+        .await
+        .expect("a copy with the destination's keys");
+    let copy = sink.expect("the copy at the sink").await;
+    assert_eq!(copy.payload()["n"], 2);
+    for (relay, what) in [(&jobs_relay, "the jobs"), (&sink_relay, "the copies")] {
+        let (in_clear, crossed) = relay.saw(SECRET_TEXT);
+        assert!(
+            crossed > SECRET_TEXT.len(),
+            "{what} did not cross their relay"
+        );
+        assert!(!in_clear, "{what} crossed the wire in clear");
+    }
+    connected.shutdown().await.unwrap();
+}
+
+/// A worker's retry queue, as the fleet's: a dialing CURVE queue (it holds its own key pair and
+/// the ventilator's public key, no other secret) sends its copies to a queue this process binds
+/// under CURVE with a key pair of its own that lists no client; they go with the process's own
+/// key and arrive, while a pyzmq client that knows the queue's server key is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_to_a_queue_this_process_binds_go_with_its_own_keys_and_no_one_elses_secret() {
+    logs();
+    let worker = CurveKeyPair::generate().unwrap();
+    let (mut vent, vent_public) = python_server("PUSH", &[worker.public()]).await;
+    let retry_keys = CurveKeyPair::generate().unwrap();
+    let retry = ZmqEndpoint::bind("tcp://127.0.0.1:0")
+        .curve(retry_keys.clone())
+        .allow_clients([]);
+    let retry = ZmqQueue::new(retry).connect().await.unwrap();
+    let mut retries = Tap::new(retry.subscribe("jobs.retry").await.unwrap());
+    let retry_at = retry.monitor().bound_address().unwrap();
+    let jobs = ZmqEndpoint::dial(vent.endpoint.clone()).curve(worker, vent_public);
+    let connected = ZmqQueue::new(jobs).connect().await.unwrap();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    vent.send(&[b"jobs", &job(1)]).await;
+    assert_eq!(json_of(&tap.expect("the ventilator's job").await)["n"], 1);
+    let to = format!("jobs.retry@{retry_at}");
+    connected
+        .publisher()
+        .publish(
+            OutgoingMessage::produced(&to, BytesMut::from(&job(1)[..])),
+            None,
+        )
+        .await
+        .expect("a copy to the process's own retry queue");
+    assert_eq!(json_of(&retries.expect("the copy").await)["n"], 1);
+    let mut stranger = PyPeer::connect(
+        "PUSH",
+        &retry_at,
+        client_of(&retry_keys.public(), &python_keypair()),
+    )
+    .await;
+    stranger
+        .call(json!({"op": "send", "frames": ["jobs.retry", "{}"], "timeout_ms": 500}))
+        .await;
+    refused_at(
+        &mut stranger,
+        Refused::NotListed,
+        "a stranger at the retry queue",
+    )
+    .await;
+    assert!(retries.next(Duration::from_millis(300)).await.is_none());
+    connected.shutdown().await.unwrap();
+    retry.shutdown().await.unwrap();
+}
+
+/// A CURVE broker, dialing or bound, with no keys for a destination's endpoint refuses the
+/// send, saying how to give it keys, and nothing reaches the plain pyzmq queue listening there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curve_broker_refuses_a_destination_it_has_no_keys_for_and_sends_nothing_in_clear() {
+    logs();
+    let mut plain = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let (vent, vent_public) = python_server("PUSH", &[]).await;
+    let dialing = ZmqEndpoint::dial(vent.endpoint.clone())
+        .curve(CurveKeyPair::generate().unwrap(), vent_public);
+    let dialing = ZmqQueue::new(dialing).connect().await.unwrap();
+    let (bound, _tap, _) = curve_queue(&CurveKeyPair::generate().unwrap(), &[]).await;
+    for publisher in [dialing.publisher(), bound.publisher()] {
+        let to = format!("jobs.retry@{}", plain.endpoint);
+        let err = publisher
+            .publish(
+                OutgoingMessage::produced(&to, BytesMut::from(&job(1)[..])),
+                None,
+            )
+            .await
+            .expect_err("a copy in clear from a CURVE broker");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("no CURVE keys for `{}`", plain.endpoint)),
+            "{text}"
+        );
+        assert!(text.contains(".destination(ZmqEndpoint::dial("), "{text}");
+    }
+    assert!(plain.recv(Duration::from_millis(300)).await.is_none());
+    dialing.shutdown().await.unwrap();
+    bound.shutdown().await.unwrap();
+}
+
+// -------------------------------------------------------------------------------------------
+// Enforcement never lapses
+
+/// The test below, by the name libtest gives it.
+fn panicking_handler() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_log_layer_that_panics_in_the_authentication_handler_aborts_before_an_unlisted_client_gets_in",
+    )
+}
+
+/// A tracing layer that panics on the warning of a refused CURVE client: the handler's thread
+/// panics, answering an unlisted client.
+struct PanicsOnRefusal;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for PanicsOnRefusal {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        if message.0.starts_with("refused a client whose CURVE key") {
+            panic!("a log layer that panics");
+        }
+    }
+}
+
+/// The handler's thread panics (a log layer, here) while it answers an unlisted pyzmq client:
+/// the process aborts with an ERROR naming the endpoint that relied on it, and no unlisted
+/// client, that one or the ones that keep coming, gets a job in. Runs in a process of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_layer_that_panics_in_the_authentication_handler_aborts_before_an_unlisted_client_gets_in()
+ {
+    use std::os::unix::process::ExitStatusExt;
+    if is_child(&panicking_handler()) {
+        return panicking_handler_in_a_process_of_its_own().await;
+    }
+    let end = ChildTest::spawn(&panicking_handler()).end(STEP * 6).await;
+    let shown = end.describe();
+    assert!(!end.stdout.contains("received"), "a job got in: {shown}");
+    assert_eq!(
+        end.status.and_then(|status| status.signal()),
+        Some(libc::SIGABRT),
+        "{shown}"
+    );
+    let address = end
+        .stdout
+        .lines()
+        .find_map(|line| Some(line.split_once("listening on ")?.1))
+        .unwrap_or_else(|| panic!("no endpoint: {shown}"));
+    let error = end
+        .stderr
+        .lines()
+        .find(|line| line.contains("the CURVE authentication handler stopped"))
+        .unwrap_or_else(|| panic!("no ERROR: {shown}"));
+    assert!(error.contains("ERROR"), "{error}");
+    assert!(error.contains(&format!("endpoints={address}")), "{error}");
+    assert!(
+        error.contains("its thread panicked: a log layer that panics"),
+        "{error}"
+    );
+}
+
+async fn panicking_handler_in_a_process_of_its_own() {
+    use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt};
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false),
+        )
+        .with(PanicsOnRefusal)
+        .init();
+    let server = CurveKeyPair::generate().unwrap();
+    let listed = python_keypair();
+    let (_connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    println!("listening on {address}");
+    // Unlisted clients, one after the other, each offering a job: the first is refused as the
+    // handler panics; one that came after a handler gone would be admitted.
+    let deadline = Deadline::after(STEP * 3, "the process aborting");
+    let mut peers = Vec::new();
+    for n in 0.. {
+        let stranger = python_keypair();
+        let mut peer =
+            PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
+        offer(&mut peer, n).await;
+        peers.push(peer);
+        if let Some(got) = tap.next(Duration::from_millis(200)).await {
+            println!("received {}", json_of(&got)["n"]);
+        }
+        deadline.check();
+    }
 }

@@ -6,6 +6,8 @@ argv[1] is a JSON object:
     "options":  {"HEARTBEAT_IVL": 100, "SUBSCRIBE": "orders", ...}   zmq.<NAME> socket options
                 (a string is latin-1 bytes, as a frame is)
     "serve":    "echo"     a ROUTER that answers every request by itself (see below)
+    "allow_curve": [z85, ...]   a CURVE server that admits these client keys only (pyzmq's
+                               ThreadAuthenticator, libzmq's ZAP)
     "lifetime_s": 60       the process ends by itself after this, whatever happens
 
 The first line on stdout is {"ready": <the endpoint, port resolved>}. Then one line answers
@@ -102,10 +104,28 @@ def answer_request(sock, frames):
     }})
 
 
+def allow_curve(context, keys):
+    """Admits the CURVE clients of these Z85 public keys only, in this context."""
+    from zmq.auth.thread import ThreadAuthenticator
+
+    allowed = {key.encode() for key in keys}
+
+    class Allowed:
+        def callback(self, domain, key):
+            return key in allowed
+
+    auth = ThreadAuthenticator(context)
+    auth.start()
+    auth.configure_curve_callback("*", credentials_provider=Allowed())
+    return auth
+
+
 def main():
     spec = json.loads(sys.argv[1])
     signal.alarm(int(spec.get("lifetime_s", 60)))
     context = zmq.Context()
+    if "allow_curve" in spec:
+        allow_curve(context, spec["allow_curve"])
     sock = context.socket(getattr(zmq, spec["socket"]))
     sock.setsockopt(zmq.LINGER, 0)
     for name, value in spec.get("options", {}).items():
