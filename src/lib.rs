@@ -19,10 +19,12 @@
 //! on it whenever it is compiled ([`DefaultBackend`]). [`libzmq::Libzmq`] (feature `libzmq`) is
 //! the library every pyzmq and C++ peer runs, and adds what only it has: ZMTP heartbeats
 //! (`ZmqBroker::heartbeat`), a handshake timeout, per-peer queues (`ZmqBroker::peer_queue`),
-//! frames over [`WireLimits::max_message_bytes`] refused before they are read, and CURVE with an
-//! allow-list of clients (`ZmqEndpoint::curve`, `CurveKeyPair`). Those settings exist only on a
-//! libzmq broker ([`libzmq::ZmqQueue`] and its siblings). Each backend's module has a prelude
-//! with its brokers under the names of [`prelude`] ([`zeromq::prelude`], [`libzmq::prelude`]).
+//! frames over [`WireLimits::max_message_bytes`] refused before they are read, and CURVE: a bound
+//! endpoint says who may connect (`ZmqEndpoint::curve`, then `allow_clients` or
+//! `allow_any_client`), and a broker gives each destination keys of its own (`destination`;
+//! `CurveKeyPair`). Those settings exist only on a libzmq broker ([`libzmq::ZmqQueue`] and its
+//! siblings). Each backend's module has a prelude with its brokers under the names of
+//! [`prelude`] ([`zeromq::prelude`], [`libzmq::prelude`]).
 //! The README compares the two, and says what a peer that stops reading gets on each.
 //!
 //! # Testing a service

@@ -1,0 +1,419 @@
+//! CURVE keys (`libzmq` feature): read from Z85 text (40 characters for 32 bytes), from a
+//! certificate file as pyzmq's `zmq.auth.create_certificates` and czmq write them, or from
+//! environment variables. A key pair whose public half is not the one its secret half makes is
+//! refused when it is read, and so is a secret certificate that other users than its owner may
+//! read. A secret key never appears in `Debug` output, errors or logs; a public key is shown by
+//! its fingerprint (its first 8 Z85 characters).
+//!
+//! Imports: `error` (a leaf). Key generation and the Z85 codec are libzmq's; the public key a
+//! secret key makes is computed by `curve25519-dalek`.
+
+use std::{fmt, path::Path};
+
+use curve25519_dalek::MontgomeryPoint;
+
+use crate::error::ZmqError;
+
+/// A CURVE public key: 32 bytes, written as 40 characters of Z85.
+///
+/// # Examples
+///
+/// ```
+/// use ruststream_zmq::CurvePublicKey;
+///
+/// let key = CurvePublicKey::from_z85("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7").unwrap();
+/// assert_eq!(key.fingerprint(), "rq:rM>}U");
+/// assert!(CurvePublicKey::from_z85("too short").is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CurvePublicKey([u8; 32]);
+
+impl CurvePublicKey {
+    /// Reads a public key from its 40 Z85 characters (white space around them is ignored).
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::CurveKey`] when the text is not 40 characters of Z85.
+    pub fn from_z85(text: &str) -> Result<Self, ZmqError> {
+        decode(text.trim(), "a public key").map(Self)
+    }
+
+    /// The key as 40 Z85 characters, as pyzmq and libzmq write it.
+    #[must_use]
+    pub fn to_z85(&self) -> String {
+        encode(&self.0)
+    }
+
+    /// The first 8 Z85 characters: enough to tell keys apart in a log.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        self.to_z85()[..8].to_owned()
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Self)
+    }
+
+    /// The public key `secret` makes: X25519 of the clamped secret and the curve's base point,
+    /// as libsodium's `crypto_scalarmult_base` (and so libzmq's `zmq_curve_public`) computes it.
+    fn of(secret: &[u8; 32]) -> Self {
+        Self(MontgomeryPoint::mul_base_clamped(*secret).to_bytes())
+    }
+}
+
+impl fmt::Debug for CurvePublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CurvePublicKey({})", self.to_z85())
+    }
+}
+
+impl fmt::Display for CurvePublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_z85())
+    }
+}
+
+/// A CURVE key pair whose halves belong together. Its secret half never leaves it but into
+/// libzmq: `Debug` shows the public key only.
+///
+/// # Examples
+///
+/// ```
+/// use ruststream_zmq::CurveKeyPair;
+///
+/// let pair = CurveKeyPair::generate().unwrap();
+/// let text = format!("{pair:?}");
+/// assert!(text.contains(&pair.public().to_z85()));
+/// assert!(text.contains("secret: <hidden>"));
+/// ```
+#[derive(Clone)]
+pub struct CurveKeyPair {
+    public: CurvePublicKey,
+    secret: [u8; 32],
+}
+
+impl CurveKeyPair {
+    /// A fresh key pair from libzmq's generator.
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::CurveKey`] when this libzmq was built without CURVE.
+    pub fn generate() -> Result<Self, ZmqError> {
+        let pair = zmq::CurveKeyPair::new().map_err(|err| ZmqError::CurveKey {
+            what: "a new key pair".to_owned(),
+            why: format!(
+                "libzmq could not make one ({err}): it may be built without CURVE (libsodium); \
+                 Debian and Ubuntu build it with: `apt-get install libzmq3-dev pkg-config`"
+            ),
+        })?;
+        Ok(Self {
+            public: CurvePublicKey(pair.public_key),
+            secret: pair.secret_key,
+        })
+    }
+
+    /// A key pair from the Z85 text of both halves.
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::CurveKey`] when either is not 40 characters of Z85, or when `public` is not
+    /// the public key `secret` makes (the secret is never quoted in the error).
+    ///
+    /// ```
+    /// use ruststream_zmq::CurveKeyPair;
+    ///
+    /// // libzmq's documented test keys: the server's pair, and a client's public key.
+    /// let server = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    /// let secret = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+    /// assert!(CurveKeyPair::from_z85(server, secret).is_ok());
+    /// let client = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+    /// let mixed = CurveKeyPair::from_z85(client, secret).unwrap_err().to_string();
+    /// assert!(mixed.contains("do not belong together"), "{mixed}");
+    /// ```
+    pub fn from_z85(public: &str, secret: &str) -> Result<Self, ZmqError> {
+        Self::checked(
+            CurvePublicKey::from_z85(public)?,
+            decode(secret.trim(), "a secret key")?,
+            "a key pair",
+        )
+    }
+
+    /// The pair, once `public` is the public key `secret` makes; `what` names where they came
+    /// from in the error.
+    fn checked(public: CurvePublicKey, secret: [u8; 32], what: &str) -> Result<Self, ZmqError> {
+        let made = CurvePublicKey::of(&secret);
+        if made != public {
+            return Err(ZmqError::CurveKey {
+                what: what.to_owned(),
+                why: format!(
+                    "its halves do not belong together: the public key given is {}, and the \
+                     secret key's public key is {}; give the public key of the same pair (pyzmq: \
+                     `zmq.curve_public(secret)`)",
+                    public.fingerprint(),
+                    made.fingerprint()
+                ),
+            });
+        }
+        Ok(Self { public, secret })
+    }
+
+    /// A key pair from a secret certificate file, as `zmq.auth.create_certificates` (pyzmq)
+    /// and `zcert_save_secret` (czmq) write it: `public-key = "..."` and `secret-key = "..."`
+    /// lines under `curve`.
+    ///
+    /// On Unix the file must be readable by its owner only, as `ssh` asks of a private key:
+    /// pyzmq writes it with the process's umask (often `0644`), so `chmod 600` it once.
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::CurveKey`] naming the file when it cannot be read, when other users than its
+    /// owner may read or write it (with the `chmod` that fixes it), when it lacks either key, or
+    /// when its keys do not belong together.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
+        let path = path.as_ref();
+        let what = format!("the certificate {}", path.display());
+        let failed = |why: String| ZmqError::CurveKey {
+            what: what.clone(),
+            why,
+        };
+        let text = std::fs::read_to_string(path).map_err(|err| failed(err.to_string()))?;
+        let public = certificate_value(&text, "public-key")
+            .ok_or_else(|| failed("it has no `public-key = \"...\"` line".to_owned()))?;
+        let secret = certificate_value(&text, "secret-key").ok_or_else(|| {
+            failed("it has no `secret-key = \"...\"` line: is it the public certificate?".into())
+        })?;
+        owner_only(path).map_err(failed)?;
+        let public = CurvePublicKey::from_z85(public)?;
+        Self::checked(public, decode(secret.trim(), "a secret key")?, &what)
+    }
+
+    /// A key pair from two environment variables holding the Z85 text of each half.
+    ///
+    /// The variables stay in the environment, and every process this one starts inherits them,
+    /// secret key included: prefer [`from_file`](Self::from_file) where the service runs other
+    /// programs, or start them with the variable removed (`Command::env_remove`).
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::CurveKey`] naming the variable that is unset or not a key, or when the two
+    /// halves do not belong together.
+    pub fn from_env(public_var: &str, secret_var: &str) -> Result<Self, ZmqError> {
+        let read = |var: &str| {
+            std::env::var(var).map_err(|_| ZmqError::CurveKey {
+                what: format!("the environment variable {var}"),
+                why: "it is not set (or not UTF-8)".to_owned(),
+            })
+        };
+        let public = CurvePublicKey::from_z85(&read(public_var)?)?;
+        let secret = decode(read(secret_var)?.trim(), "a secret key")?;
+        Self::checked(
+            public,
+            secret,
+            &format!("the environment variables {public_var} and {secret_var}"),
+        )
+    }
+
+    /// The public half, to give to the other side.
+    #[must_use]
+    pub fn public(&self) -> CurvePublicKey {
+        self.public
+    }
+
+    pub(crate) fn secret(&self) -> &[u8; 32] {
+        &self.secret
+    }
+}
+
+impl fmt::Debug for CurveKeyPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CurveKeyPair")
+            .field("public", &self.public.to_z85())
+            .field("secret", &format_args!("<hidden>"))
+            .finish()
+    }
+}
+
+/// The value of a `name = "value"` line of a certificate.
+fn certificate_value<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == name).then(|| value.trim().trim_matches('"'))
+    })
+}
+
+/// Refuses a secret key file that other users than its owner may read or write (any of the
+/// group and other permission bits, as `ssh` refuses a private key), saying how to fix it.
+#[cfg(unix)]
+fn owner_only(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|err| err.to_string())?
+        .permissions()
+        .mode();
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "it holds a secret key and other users than its owner may read or write it (mode {:04o}): \
+         run `chmod 600 {}`",
+        mode & 0o7777,
+        path.display()
+    ))
+}
+
+/// Elsewhere the file's access is the platform's own business.
+#[cfg(not(unix))]
+fn owner_only(_path: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+fn decode(text: &str, what: &str) -> Result<[u8; 32], ZmqError> {
+    let refused = || ZmqError::CurveKey {
+        what: what.to_owned(),
+        why: format!(
+            "a CURVE key is 40 characters of Z85; this text has {}",
+            text.chars().count()
+        ),
+    };
+    if text.len() != 40 {
+        return Err(refused());
+    }
+    zmq::z85_decode(text)
+        .ok()
+        .and_then(|bytes| bytes.try_into().ok())
+        .ok_or_else(refused)
+}
+
+fn encode(bytes: &[u8; 32]) -> String {
+    // 32 bytes are a multiple of 4, the one thing the encoder can refuse.
+    zmq::z85_encode(bytes).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PUBLIC: &str = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    const SECRET: &str = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+    /// The client key pair of libzmq's documentation.
+    const CLIENT_PUBLIC: &str = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+    const CLIENT_SECRET: &str = "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs";
+
+    /// A secret certificate as pyzmq writes it, at a path of this test's own, with `mode`.
+    fn certificate(name: &str, public: &str, mode: u32) -> std::path::PathBuf {
+        let text = format!(
+            "#   ZeroMQ CURVE **Secret** Certificate\n\nmetadata\ncurve\n    public-key = \
+             \"{public}\"\n    secret-key = \"{SECRET}\"\n"
+        );
+        let path = std::env::temp_dir().join(format!(
+            "curve-test-{}-{name}.key_secret",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        path
+    }
+
+    #[test]
+    fn a_key_reads_back_as_the_text_it_was_read_from() {
+        let pair = CurveKeyPair::from_z85(PUBLIC, SECRET).unwrap();
+        assert_eq!(pair.public().to_z85(), PUBLIC);
+        assert_eq!(encode(pair.secret()), SECRET);
+    }
+
+    #[test]
+    fn a_public_key_is_the_one_libzmq_makes_of_its_secret() {
+        for (public, secret) in [(PUBLIC, SECRET), (CLIENT_PUBLIC, CLIENT_SECRET)] {
+            let made = CurvePublicKey::of(&decode(secret, "a secret key").unwrap());
+            assert_eq!(made.to_z85(), public);
+        }
+        for _ in 0..20 {
+            let pair = zmq::CurveKeyPair::new().unwrap();
+            assert_eq!(CurvePublicKey::of(&pair.secret_key).0, pair.public_key);
+        }
+    }
+
+    #[test]
+    fn halves_of_two_pairs_are_refused_naming_both_fingerprints_and_no_secret() {
+        let err = CurveKeyPair::from_z85(CLIENT_PUBLIC, SECRET)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("do not belong together"), "{err}");
+        assert!(
+            err.contains(&CLIENT_PUBLIC[..8]) && err.contains(&PUBLIC[..8]),
+            "{err}"
+        );
+        assert!(
+            !err.contains(SECRET) && !err.contains(&SECRET[..8]),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_key_is_refused_without_quoting_it() {
+        let err = CurveKeyPair::from_z85(PUBLIC, "not-a-secret-key-at-all").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("40 characters"), "{text}");
+        assert!(!text.contains("not-a-secret"), "{text}");
+    }
+
+    #[test]
+    fn a_certificate_file_as_pyzmq_writes_it_is_read() {
+        let path = certificate("ok", PUBLIC, 0o600);
+        let pair = CurveKeyPair::from_file(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(pair.public().to_z85(), PUBLIC);
+        assert_eq!(
+            pair.secret(),
+            CurveKeyPair::from_z85(PUBLIC, SECRET).unwrap().secret()
+        );
+    }
+
+    #[test]
+    fn a_certificate_whose_keys_do_not_belong_together_is_refused_naming_it() {
+        let path = certificate("mixed", CLIENT_PUBLIC, 0o600);
+        let err = CurveKeyPair::from_file(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("do not belong together"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_certificate_others_may_read_is_refused_with_the_chmod_that_fixes_it() {
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            let path = certificate(&format!("{mode:o}"), PUBLIC, mode);
+            let err = CurveKeyPair::from_file(&path).unwrap_err().to_string();
+            std::fs::remove_file(&path).unwrap();
+            assert!(err.contains(&path.display().to_string()), "{err}");
+            assert!(err.contains(&format!("mode 0{mode:o}")), "{err}");
+            assert!(
+                err.contains(&format!("`chmod 600 {}`", path.display())),
+                "{err}"
+            );
+        }
+        for mode in [0o600, 0o400] {
+            let path = certificate(&format!("{mode:o}"), PUBLIC, mode);
+            let read = CurveKeyPair::from_file(&path);
+            std::fs::remove_file(&path).unwrap();
+            assert!(read.is_ok(), "mode {mode:o}: {read:?}");
+        }
+    }
+
+    #[test]
+    fn a_public_certificate_is_not_taken_for_a_key_pair() {
+        let path = std::env::temp_dir().join(format!("curve-test-{}.key", std::process::id()));
+        std::fs::write(&path, format!("curve\n    public-key = \"{PUBLIC}\"\n")).unwrap();
+        let err = CurveKeyPair::from_file(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains("secret-key"), "{err}");
+    }
+}
