@@ -17,7 +17,8 @@
 //! Every role takes `--backend zeromq` or `--backend libzmq`: the socket backend its brokers run
 //! on, one the binary was built with (`zeromq` by default when it was; `fleet backend` prints
 //! the one a role would take). On libzmq every connection speaks CURVE and sends heartbeats (see
-//! `Net`).
+//! `Net`): each of `vent`, `worker` and `sink` then takes `--key FILE`, the certificate with its
+//! own secret key (and no other host's), and the others' public keys from the environment.
 //!
 //! - The **ventilator** binds a queue (PUSH) and publishes numbered jobs to it, and binds a
 //!   fan-out (PUB) on which it announces its progress.
@@ -195,6 +196,19 @@ impl Args {
 
 type Failure = Box<dyn std::error::Error>;
 
+/// Who this process is on the fleet: the certificate with its secret key (`--key`; libzmq only).
+struct Me {
+    key: Option<PathBuf>,
+}
+
+impl Me {
+    fn of(args: &Args) -> Self {
+        Self {
+            key: args.0.get("key").map(PathBuf::from),
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Failure> {
     // Logs go to stderr; stdout is the record.
@@ -300,22 +314,18 @@ trait Net: Backend + Sized {
     /// What every connection of the fleet speaks on this backend.
     type Mechanism: Mechanism;
 
-    /// A server's endpoint (`vent`, `sink`).
-    fn serve(address: String, server: &str)
-    -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure>;
+    /// A server's endpoint (`vent`, `sink`): this process, `me`, listens there.
+    fn serve(address: String, me: &Me) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure>;
 
-    /// A worker's endpoint on a server.
+    /// A worker's endpoint on the server named `server` (`vent`, `sink`).
     fn dial(
         address: String,
-        client: &str,
+        me: &Me,
         server: &str,
     ) -> Result<ZmqEndpoint<Dialing, Self::Mechanism>, Failure>;
 
-    /// A worker's retry queue, bound on its loopback.
-    fn retry_queue(
-        address: String,
-        client: &str,
-    ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure>;
+    /// A worker's retry queue, bound on its loopback: only the worker's own copies go there.
+    fn retry_queue(address: String) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure>;
 
     /// A broker of pattern `P` over `endpoint`, tuned for the fleet.
     fn broker<P: Pattern, S: Side>(
@@ -335,19 +345,15 @@ trait Net: Backend + Sized {
 impl Net for ruststream_zmq::zeromq::Zeromq {
     type Mechanism = ruststream_zmq::Plain;
 
-    fn serve(address: String, _server: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+    fn serve(address: String, _me: &Me) -> Result<ZmqEndpoint<Bound>, Failure> {
         Ok(ZmqEndpoint::bind(address))
     }
 
-    fn dial(
-        address: String,
-        _client: &str,
-        _server: &str,
-    ) -> Result<ZmqEndpoint<Dialing>, Failure> {
+    fn dial(address: String, _me: &Me, _server: &str) -> Result<ZmqEndpoint<Dialing>, Failure> {
         Ok(ZmqEndpoint::dial(address))
     }
 
-    fn retry_queue(address: String, _client: &str) -> Result<ZmqEndpoint<Bound>, Failure> {
+    fn retry_queue(address: String) -> Result<ZmqEndpoint<Bound>, Failure> {
         Ok(ZmqEndpoint::bind(address))
     }
 
@@ -359,41 +365,37 @@ impl Net for ruststream_zmq::zeromq::Zeromq {
 /// With libzmq every connection of the fleet speaks CURVE, and every broker sends heartbeats
 /// often, so that a peer gone silent is cut within [`HEARTBEAT_TIMEOUT`].
 ///
-/// The keys come from environment variables (Z85 text; `scripts/fleet.sh` makes them): the
-/// ventilator's and the sink's server key pairs (`FLEET_VENT_PUBLIC` and `FLEET_VENT_SECRET`,
-/// `FLEET_SINK_...`), each worker's client key pair (`FLEET_W1_PUBLIC`, ...), and the client
-/// keys the servers admit (`FLEET_CLIENTS`, comma separated).
+/// Each process holds one secret key, its own: the certificate `--key` names (`scripts/fleet.sh`
+/// writes one per host with pyzmq, readable by its owner only, and gives each process its own
+/// and no other). The public keys come from environment variables (Z85 text): the ventilator's
+/// and the sink's (`FLEET_VENT_PUBLIC`, `FLEET_SINK_PUBLIC`), and the workers' that the servers
+/// admit (`FLEET_CLIENTS`, comma separated).
 #[cfg(feature = "libzmq")]
 impl Net for ruststream_zmq::libzmq::Libzmq {
     type Mechanism = ruststream_zmq::Curve;
 
-    fn serve(
-        address: String,
-        server: &str,
-    ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
+    fn serve(address: String, me: &Me) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
         Ok(ZmqEndpoint::bind(address)
-            .curve(keys::pair(server)?)
+            .curve(keys::own(me)?)
             .allow_clients(keys::clients()?))
     }
 
     fn dial(
         address: String,
-        client: &str,
+        me: &Me,
         server: &str,
     ) -> Result<ZmqEndpoint<Dialing, Self::Mechanism>, Failure> {
-        Ok(ZmqEndpoint::dial(address).curve(keys::pair(client)?, keys::public(server)?))
+        Ok(ZmqEndpoint::dial(address).curve(keys::own(me)?, keys::public(server)?))
     }
 
-    /// The copies to a worker's retry queue leave through its jobs broker, which speaks CURVE
-    /// to the ventilator's key on every socket it dials, so the queue serves with the
-    /// ventilator's key pair, and admits this worker alone.
-    fn retry_queue(
-        address: String,
-        client: &str,
-    ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
+    /// The retry queue serves with a key pair it makes for itself and lists no client: the
+    /// worker's jobs broker sends its copies there with the process's own key pair, which every
+    /// CURVE listener of the process admits, and nothing else gets in. No secret of another host
+    /// is needed.
+    fn retry_queue(address: String) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
         Ok(ZmqEndpoint::bind(address)
-            .curve(keys::pair("vent")?)
-            .allow_clients([keys::public(client)?]))
+            .curve(ruststream_zmq::CurveKeyPair::generate()?)
+            .allow_clients([]))
     }
 
     /// Heartbeats every [`HEARTBEAT_INTERVAL`], a silent peer cut after [`HEARTBEAT_TIMEOUT`].
@@ -415,21 +417,24 @@ impl Net for ruststream_zmq::libzmq::Libzmq {
     }
 }
 
-/// The CURVE keys of the libzmq fleet, from the environment.
+/// The CURVE keys of the libzmq fleet: this process's own from its certificate, the others'
+/// public keys from the environment.
 #[cfg(feature = "libzmq")]
 mod keys {
     use ruststream_zmq::{CurveKeyPair, CurvePublicKey};
 
-    use super::Failure;
+    use super::{Failure, Me};
 
     fn var(name: &str) -> String {
         format!("FLEET_{}", name.to_uppercase())
     }
 
-    pub fn pair(who: &str) -> Result<CurveKeyPair, Failure> {
-        let public = var(&format!("{who}_public"));
-        let secret = var(&format!("{who}_secret"));
-        Ok(CurveKeyPair::from_env(&public, &secret)?)
+    /// This process's key pair, from the secret certificate `--key` names.
+    pub fn own(me: &Me) -> Result<CurveKeyPair, Failure> {
+        let path = me.key.as_ref().ok_or(
+            "--key FILE is required on libzmq: the certificate with this process's secret key",
+        )?;
+        Ok(CurveKeyPair::from_file(path)?)
     }
 
     pub fn public(who: &str) -> Result<CurvePublicKey, Failure> {
@@ -496,12 +501,13 @@ async fn vent<B: Net>(args: &Args) -> Result<(), Failure> {
         .collect();
     let failures = args.text_or("failures", "no") == "yes";
     let go = args.text_or("go", "");
+    let me = Me::of(args);
 
-    let jobs = B::broker::<QueueKind, _>(B::serve(jobs_at, "vent")?)
+    let jobs = B::broker::<QueueKind, _>(B::serve(jobs_at, &me)?)
         .connect()
         .await?;
     let bound = jobs.bind_publisher().await?;
-    let progress = B::broker::<FanoutKind, _>(B::serve(progress_at, "vent")?)
+    let progress = B::broker::<FanoutKind, _>(B::serve(progress_at, &me)?)
         .connect()
         .await?;
     let progress_bound = progress.bind_publisher().await?;
@@ -724,8 +730,9 @@ async fn worker<B: Net>(args: &Args) -> Result<(), Failure> {
     let progress_at = args.text("progress")?;
     let results_at = args.text("results")?;
     let retry_port = args.number("retry-port", 5560)?;
+    let me = Me::of(args);
     // The results queue's broker lives as long as the publisher taken from it.
-    let results = B::broker::<QueueKind, _>(B::dial(results_at, &name, "sink")?)
+    let results = B::broker::<QueueKind, _>(B::dial(results_at, &me, "sink")?)
         .connect()
         .await?;
     let state = Worker {
@@ -739,14 +746,14 @@ async fn worker<B: Net>(args: &Args) -> Result<(), Failure> {
     let listener = Listener { name: name.clone() };
     let jobs = RustStream::new(AppInfo::new("fleet-worker", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(WorkerState { worker: state }))
-        .with_broker(B::jobs_queue(B::dial(jobs_at, &name, "vent")?), |b| {
+        .with_broker(B::jobs_queue(B::dial(jobs_at, &me, "vent")?), |b| {
             b.include(
                 work.name("jobs")
                     .out_retry(format!("jobs.retry@{retry_at}")),
             );
         })
         .with_broker(
-            B::broker::<QueueKind, _>(B::retry_queue(retry_at.clone(), &name)?),
+            B::broker::<QueueKind, _>(B::retry_queue(retry_at.clone())?),
             |b| {
                 b.include(work_again.name("jobs.retry"));
             },
@@ -756,7 +763,7 @@ async fn worker<B: Net>(args: &Args) -> Result<(), Failure> {
     let hearing = RustStream::new(AppInfo::new("fleet-progress", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(ListenerState { listener }))
         .with_broker(
-            B::broker::<FanoutKind, _>(B::dial(progress_at, &name, "vent")?),
+            B::broker::<FanoutKind, _>(B::dial(progress_at, &me, "vent")?),
             |b| {
                 // Acked always: the destination is there because a dialing registration must name one.
                 b.include(
@@ -815,7 +822,7 @@ async fn sink<B: Net>(args: &Args) -> Result<(), Failure> {
         name: args.text_or("name", "sink"),
     };
     let name = sink.name.clone();
-    let results = B::broker::<QueueKind, _>(B::serve(bind, "sink")?);
+    let results = B::broker::<QueueKind, _>(B::serve(bind, &Me::of(args))?);
     watch(results.monitor(), "results", None, Some(name.clone()));
     let running = RustStream::new(AppInfo::new("fleet-sink", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(SinkState { sink }))

@@ -18,9 +18,11 @@
 # --summary where the report's figures go, as JSON
 #
 # On the libzmq backend every connection speaks CURVE and heartbeats every 500 ms: the script
-# makes a key pair for the ventilator, the sink and each worker with pyzmq (`zmq.curve_keypair()`,
-# libzmq's generator; the interpreter in $RUSTSTREAM_ZMQ_PYTHON, else .venv/bin/python as
-# scripts/test.sh makes it, else python3) and hands them over in environment variables.
+# makes a certificate for the ventilator, the sink and each worker with pyzmq
+# (`zmq.auth.create_certificates`, libzmq's generator; the interpreter in $RUSTSTREAM_ZMQ_PYTHON,
+# else .venv/bin/python as scripts/test.sh makes it, else python3), readable by its owner only,
+# and gives each process the path of its own host's secret certificate (`--key`) and no other:
+# no secret key is in any process's environment. The public keys go in environment variables.
 #
 # Needs root (namespaces) and iproute2. Every namespace it makes lives under a name with this
 # run's pid in it, inside a namespace of its own acting as the switch, so the root namespace's
@@ -81,19 +83,24 @@ if [ "$backend" = libzmq ]; then
             "(\$RUSTSTREAM_ZMQ_PYTHON, .venv/bin/python, python3); scripts/test.sh installs it in .venv" >&2
         exit 2
     fi
-    # FLEET_<WHO>_PUBLIC and FLEET_<WHO>_SECRET, Z85; FLEET_CLIENTS: the workers' public keys.
+    # $keys/<host>.key_secret (mode 600, each host's own) and <host>.key; FLEET_<HOST>_PUBLIC,
+    # Z85; FLEET_CLIENTS: the workers' public keys.
+    keys="$dir/keys"
+    mkdir -p "$keys"
+    chmod 700 "$keys"
     clients=""
-    while read -r who public secret; do
-        export "FLEET_${who}_PUBLIC=$public" "FLEET_${who}_SECRET=$secret"
-        case "$who" in W*) clients="${clients:+$clients,}$public" ;; esac
-    done < <("$python" -c '
-import zmq
-for who in ["VENT", "SINK", "W1", "W2", "W3", "W4"]:
-    public, secret = zmq.curve_keypair()
-    print(who, public.decode(), secret.decode())
-')
+    while read -r who public; do
+        export "FLEET_${who^^}_PUBLIC=$public"
+        case "$who" in w*) clients="${clients:+$clients,}$public" ;; esac
+    done < <(umask 077; "$python" -c '
+import sys, zmq.auth
+for who in ["vent", "sink", "w1", "w2", "w3", "w4"]:
+    public_file, _ = zmq.auth.create_certificates(sys.argv[1], who)
+    public, _ = zmq.auth.load_certificate(public_file)
+    print(who, public.decode())
+' "$keys")
     export FLEET_CLIENTS="$clients"
-    [ -n "${FLEET_W4_SECRET:-}" ] || { echo "fleet.sh: $python made no keys" >&2; exit 2; }
+    [ -s "$keys/w4.key_secret" ] || { echo "fleet.sh: $python made no keys" >&2; exit 2; }
 fi
 
 if [ "$short" = 1 ]; then
@@ -162,7 +169,7 @@ for h in "${hosts[@]}"; do
     ip -n "$ns" link set lo up
 done
 if [ "$backend" = libzmq ]; then
-    say "backend: libzmq, CURVE keys made for the ventilator, the sink and 4 workers"
+    say "backend: libzmq, a CURVE certificate for each of the ventilator, the sink and 4 workers, each given only its own secret"
 else
     say "backend: $backend"
 fi
@@ -172,10 +179,13 @@ jobs_at="tcp://${addr[vent]}:5550"
 progress_at="tcp://${addr[vent]}:5551"
 results_at="tcp://${addr[sink]}:5570"
 
-# start NAME HOST ROLE ARGS...: the process's record goes to NAME.jsonl, its log to NAME.log.
+# start NAME HOST ROLE ARGS...: the process's record goes to NAME.jsonl, its log to NAME.log. On
+# libzmq it is given its host's secret certificate, and no other.
 start() {
     local name=$1 host=$2; shift 2
-    ip netns exec "$prefix-$host" "$bin" "$@" --backend "$backend" \
+    local key=()
+    [ "$backend" != libzmq ] || key=(--key "$keys/$host.key_secret")
+    ip netns exec "$prefix-$host" "$bin" "$@" --backend "$backend" ${key[@]+"${key[@]}"} \
         > "$dir/$name.jsonl" 2> "$dir/$name.log" &
     pid[$name]=$!
 }
