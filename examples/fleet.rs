@@ -198,6 +198,10 @@ type Failure = Box<dyn std::error::Error>;
 
 /// Who this process is on the fleet: the certificate with its secret key (`--key`; libzmq only).
 struct Me {
+    #[cfg_attr(
+        not(feature = "libzmq"),
+        expect(dead_code, reason = "only the libzmq fleet speaks CURVE")
+    )]
     key: Option<PathBuf>,
 }
 

@@ -109,8 +109,8 @@ impl PyPeer {
         Self::start(json!({"socket": "ROUTER", "bind": address, "serve": "echo"})).await
     }
 
-    /// A peer started from a whole spec (the `zeromq` client's heartbeat pins use it).
-    #[cfg(feature = "zeromq")]
+    /// A peer started from a whole spec (the `zeromq` client's heartbeat pins, and the CURVE
+    /// servers with an authenticator).
     pub async fn start_spec(spec: Value) -> Self {
         Self::start(spec).await
     }
