@@ -1,31 +1,46 @@
 //! Figures, not tests: each scenario run against the crate and against raw sockets of the client
-//! the crate is built with, doing the same work, interleaved, several times; one table of medians
-//! at the end. Run in release:
+//! under it, doing the same work, interleaved, several times, on every backend the bench is built
+//! with, in one process; a table of medians for each backend at the end and, with both, a cross
+//! table of the crate on libzmq against the crate on `zeromq`. Run in release:
 //!
 //! ```text
-//! cargo bench --bench throughput                               # the `zeromq` backend
-//! cargo bench --bench throughput --no-default-features --features libzmq   # the `libzmq` backend
+//! cargo bench --bench throughput --features libzmq             # both backends, the cross table
+//! cargo bench --bench throughput                               # the `zeromq` backend alone
+//! cargo bench --bench throughput --no-default-features --features libzmq   # libzmq alone
+//! cargo bench --bench throughput --features libzmq -- --backend libzmq     # one of the two
 //! cargo bench --bench throughput -- --reps 1 --scale 0.1 queue rr1   # a quick look
 //! cargo bench --bench throughput -- clients [N]                # short-lived REQ/DEALER clients
 //! ```
 //!
 //! Arguments after `--`: scenario names (all of them when none is given; `list` prints them),
+//! `--backend zeromq|libzmq|both` (the backends to run; every one the build has by default),
 //! `--reps N` (3 by default: the table shows the median of N runs), `--scale F` (multiplies every
 //! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
 //! around the process), `--workers N` (the runtime's worker threads, 2 by default: with 1, a
 //! row shows what a scenario costs without hand-offs between workers), `--raw-hop router` and
 //! `--raw-hop dealer` (the `zeromq` baseline only: the raw responder hands each request to a
 //! second task, or the raw asker's answers are read by a task of their own, each through a
-//! channel of 64; what one hand-off between tasks costs a round trip).
+//! channel of 64; what one hand-off between tasks costs a round trip). `clients [N]` runs the
+//! short-lived requesters alone, against the crate's responder on each backend.
 //!
-//! The baseline is raw sockets of the same client: with the `zeromq` feature (the crate root's
-//! brokers then run on it, `libzmq` compiled in or not), raw `zeromq`
-//! 0.7 sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
-//! with libzmq alone, raw libzmq sockets through the `zmq` 0.10 binding, each driven by a plain std thread
-//! with blocking calls, the fastest way to use libzmq and so the fairest "raw" figure
+//! Each backend's baseline is raw sockets of its own client: on `zeromq`, raw `zeromq` 0.7
+//! sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
+//! on libzmq, raw libzmq sockets through the `zmq` 0.10 binding, each driven by a plain std
+//! thread with blocking calls, the fastest way to use libzmq and so the fairest "raw" figure
 //! (`benches/raw/libzmq.rs`). Both do the work the crate's handler does: read the one header,
 //! decode the JSON `{"id":n}`, count; a raw responder reads the `correlation-id` header, decodes
-//! the request and encodes the answer.
+//! the request and encodes the answer. A scenario is written once, generic over the backend
+//! ([`Stack`]): the crate's side on `ZmqBroker<_, _, B>`, the raw side on `B`'s raw sockets.
+//!
+//! In each repetition a scenario's sides run in turn: the crate on `zeromq`, its baseline, the
+//! crate on libzmq, its baseline; on odd repetitions the other way round. A baseline that is the
+//! same on every backend (the framework's in-process broker) runs once a repetition, after the
+//! first backend's crate, and both backends' tables set their crate against it. The cross table
+//! has, for each scenario, the crate's rate on each backend (and its p50 where there are round
+//! trips), libzmq's over `zeromq`'s (rate, p50), the CPU a message on each, each backend against
+//! its own baseline, and the figures of its own each side has (the retry burst's lateness, its
+//! early and lost copies, its peak resident set; fan-out's lost messages) side by side. `codec`
+//! opens no socket: its two figures differ by noise alone.
 //!
 //! The feeder of the queue scenarios is the same raw PUSH for the crate and for the baseline
 //! (`queue-publisher` swaps in the crate's own publisher). That it is not the bottleneck is the
@@ -57,15 +72,16 @@
 
 #[cfg(feature = "zeromq")]
 #[path = "raw/zeromq.rs"]
-mod raw;
+mod raw_zeromq;
 
-#[cfg(not(feature = "zeromq"))]
+#[cfg(feature = "libzmq")]
 #[path = "raw/libzmq.rs"]
-mod raw;
+mod raw_libzmq;
 
 use std::{
     alloc::{GlobalAlloc, Layout, System},
     convert::Infallible,
+    ops::Range,
     sync::{
         Arc, LazyLock, OnceLock,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -80,9 +96,11 @@ use ruststream::{
     Broker, Bytes, BytesMut, ConnectedBroker, HeaderMap, IncomingMessage, OutgoingMessage,
     Publisher, RequestReply,
 };
-use ruststream_zmq::{ZmqPublisher, prelude::*, wire};
+use ruststream_zmq::{
+    Backend, FanoutKind, QueueKind, RpcKind, ZmqBroker, ZmqPublisher, prelude::*, wire,
+};
 use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
+use tokio::{sync::Notify, task::JoinHandle};
 use tracing_subscriber::{EnvFilter, Registry, layer::SubscriberExt, reload};
 
 /// Counts the heap allocations of Rust code (the crate, the `zeromq` client, the framework,
@@ -146,12 +164,189 @@ type Frames = [Bytes; 3];
 /// What a raw reader does with each `(name, headers, payload)`.
 type Work = Arc<dyn Fn(&[u8], &[u8], &[u8]) + Send + Sync>;
 
-/// The backend this build measures.
-const BACKEND: &str = if cfg!(not(feature = "zeromq")) {
-    "libzmq"
-} else {
-    "zeromq"
-};
+// ---------------------------------------------------------------------------------------------
+// The backends: the crate's brokers on each, and raw sockets of its own client
+
+/// A socket backend of the crate, with the raw sockets of its own client that are its baseline.
+/// A scenario is written once, generic over it: the crate's side runs on `ZmqBroker<_, _, B>`,
+/// the raw side on `B::Pusher` and its siblings (`benches/raw/zeromq.rs`,
+/// `benches/raw/libzmq.rs`).
+trait Stack: Backend + Sized {
+    /// The backend's name, as its feature and `--backend` spell it.
+    const NAME: &'static str;
+    /// What its raw side is.
+    const CLIENT: &'static str;
+    /// Whether its raw side takes the hand-offs of `--raw-hop`.
+    const HOPS: bool;
+    type Pusher: RawPusher;
+    type Reader: RawReader;
+    type Publisher: RawPublisher;
+    type Asker: RawAsker;
+
+    /// A fan-out broker whose queue for each subscriber holds `queue` messages, where the
+    /// backend has that setting.
+    fn fanout_broker<S: Side>(
+        endpoint: ZmqEndpoint<S>,
+        queue: usize,
+    ) -> ZmqBroker<FanoutKind, S, Self>;
+}
+
+#[cfg(feature = "zeromq")]
+impl Stack for ruststream_zmq::zeromq::Zeromq {
+    const NAME: &'static str = "zeromq";
+    const CLIENT: &'static str = raw_zeromq::CLIENT;
+    const HOPS: bool = true;
+    type Pusher = raw_zeromq::Pusher;
+    type Reader = raw_zeromq::Reader;
+    type Publisher = raw_zeromq::Publisher;
+    type Asker = raw_zeromq::Asker;
+
+    /// The `zeromq` client's PUB queues 100,000 messages for each subscriber, and has no
+    /// setting for it.
+    fn fanout_broker<S: Side>(
+        endpoint: ZmqEndpoint<S>,
+        _queue: usize,
+    ) -> ruststream_zmq::zeromq::ZmqFanout<S> {
+        ruststream_zmq::zeromq::ZmqFanout::new(endpoint)
+    }
+}
+
+#[cfg(feature = "libzmq")]
+impl Stack for ruststream_zmq::libzmq::Libzmq {
+    const NAME: &'static str = "libzmq";
+    const CLIENT: &'static str = raw_libzmq::CLIENT;
+    const HOPS: bool = false;
+    type Pusher = raw_libzmq::Pusher;
+    type Reader = raw_libzmq::Reader;
+    type Publisher = raw_libzmq::Publisher;
+    type Asker = raw_libzmq::Asker;
+
+    /// libzmq's `peer_queue`, a setting of libzmq brokers alone.
+    fn fanout_broker<S: Side>(
+        endpoint: ZmqEndpoint<S>,
+        queue: usize,
+    ) -> ruststream_zmq::libzmq::ZmqFanout<S> {
+        ruststream_zmq::libzmq::ZmqFanout::new(endpoint).peer_queue(queue)
+    }
+}
+
+/// A backend this build has, as `--backend` names it: what picks a [`Stack`] at run time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    #[cfg(feature = "zeromq")]
+    Zeromq,
+    #[cfg(feature = "libzmq")]
+    Libzmq,
+}
+
+/// Every backend this build has, in the order they run and their tables print.
+const COMPILED: &[Which] = &[
+    #[cfg(feature = "zeromq")]
+    Which::Zeromq,
+    #[cfg(feature = "libzmq")]
+    Which::Libzmq,
+];
+
+/// `$body` with `$b` naming the [`Stack`] that `$which` picks.
+macro_rules! on_backend {
+    ($which:expr, $b:ident => $body:expr) => {
+        match $which {
+            #[cfg(feature = "zeromq")]
+            Which::Zeromq => {
+                type $b = ruststream_zmq::zeromq::Zeromq;
+                $body
+            }
+            #[cfg(feature = "libzmq")]
+            Which::Libzmq => {
+                type $b = ruststream_zmq::libzmq::Libzmq;
+                $body
+            }
+        }
+    };
+}
+
+impl Which {
+    fn name(self) -> &'static str {
+        on_backend!(self, B => B::NAME)
+    }
+
+    /// The backend `--backend` names; every compiled one for `both`.
+    fn parse(name: &str) -> Vec<Self> {
+        if name == "both" {
+            assert!(
+                COMPILED.len() > 1,
+                "--backend both: this build has `{}` alone; build with `--features libzmq`",
+                COMPILED[0].name()
+            );
+            return COMPILED.to_vec();
+        }
+        assert!(
+            ["zeromq", "libzmq"].contains(&name),
+            "--backend zeromq|libzmq|both"
+        );
+        let which = COMPILED.iter().copied().find(|which| which.name() == name);
+        vec![which.unwrap_or_else(|| {
+            let with = if name == "zeromq" {
+                "the default features"
+            } else {
+                "`--features libzmq`"
+            };
+            panic!("--backend {name}: this build does not have it; build with {with}")
+        })]
+    }
+
+    /// What its raw side is, with the hand-offs it was given.
+    fn baseline(self) -> String {
+        on_backend!(self, B => baseline::<B>())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw sockets of a client, as each raw module provides them
+
+/// A PUSH dialing a bound PULL.
+trait RawPusher: Sized {
+    async fn dial(address: &str) -> Self;
+    async fn send(&mut self, frames: Frames);
+    /// Sends the messages `make` builds for `ids`; answers the pusher once all have been handed
+    /// to the socket.
+    fn send_all(self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self>;
+    async fn close(self);
+}
+
+/// A socket read on its own, handing every message to its work.
+trait RawReader: Sized {
+    /// The address it listens on, or dials.
+    fn address(&self) -> &str;
+    /// A bound PULL: `work(name, headers, payload)` for each message.
+    async fn pull(work: Work) -> Self;
+    /// A bound ROUTER that answers each `[identity][name][headers][payload]` with
+    /// `[identity][reply][headers][payload]`, `answer` making the last two.
+    async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self;
+    /// A SUB dialing `address`, subscribed to `prefix`, queueing up to `queue` messages where
+    /// the client has that setting.
+    async fn sub(address: &str, prefix: &str, work: Work, queue: usize) -> Self;
+    async fn close(self);
+}
+
+/// A bound PUB.
+trait RawPublisher: Sized {
+    /// Binds with a queue of `queue` messages for each subscriber, where the client has that
+    /// setting; answers it and its address.
+    async fn bind(queue: usize) -> (Self, String);
+    async fn send(&mut self, frames: Frames);
+    fn send_all(self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self>;
+    async fn close(self);
+}
+
+/// A DEALER that asks a ROUTER, keeping up to `window` requests in flight.
+trait RawAsker: Sized {
+    /// Dials and waits for the answer to one request, so the connection is up.
+    async fn dial(address: &str) -> Self;
+    /// Asks `ids`, `window` at a time; answers the asker and each request's round trip.
+    fn run(self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)>;
+    async fn close(self);
+}
 
 /// The id of warm-up messages, which no tally counts.
 const WARM_UP: u64 = u64::MAX;
@@ -525,8 +720,11 @@ fn raw_hops() -> RawHops {
     RAW_HOPS.get().copied().unwrap_or_default()
 }
 
-/// What the raw side is, with the hand-offs it was given.
-fn baseline() -> String {
+/// What backend `B`'s raw side is, with the hand-offs it was given.
+fn baseline<B: Stack>() -> String {
+    if !B::HOPS {
+        return B::CLIENT.to_owned();
+    }
     let RawHops { router, dealer } = raw_hops();
     let hops: Vec<&str> = [
         (router, "the ROUTER's requests handed to a second task"),
@@ -536,9 +734,9 @@ fn baseline() -> String {
     .filter_map(|(on, what)| on.then_some(what))
     .collect();
     if hops.is_empty() {
-        raw::CLIENT.to_owned()
+        B::CLIENT.to_owned()
     } else {
-        format!("{}, with {}", raw::CLIENT, hops.join(" and "))
+        format!("{}, with {}", B::CLIENT, hops.join(" and "))
     }
 }
 
@@ -840,9 +1038,13 @@ enum Feed {
     CratePublisher,
 }
 
-/// A bound queue service with `mount` as its subscription; answers it running and its address.
-async fn queue_service(state: AppState, mount: Mount) -> (ruststream::runtime::RunningApp, String) {
-    let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+/// A bound queue service on backend `B` with `mount` as its subscription; answers it running
+/// and its address.
+async fn queue_service<B: Stack>(
+    state: AppState,
+    mount: Mount,
+) -> (ruststream::runtime::RunningApp, String) {
+    let broker = ZmqBroker::<QueueKind, Bound, B>::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = broker.monitor();
     let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(state))
@@ -879,15 +1081,16 @@ fn publish_all(
     })
 }
 
-/// The crate's queue: `messages` fed by a raw PUSH or the crate's publisher. With `probe`, the
-/// resident set is read after a tenth of the messages and at the end.
-async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run {
+/// The crate's queue on backend `B`: `messages` fed by a raw PUSH of its client or the crate's
+/// publisher on it. With `probe`, the resident set is read after a tenth of the messages and at
+/// the end.
+async fn crate_queue<B: Stack>(messages: u64, body: Body, feed: Feed, probe: bool) -> Run {
     let tally = Tally::default();
     let mount = match body {
         Body::Small => Mount::Count,
         Body::Big => Mount::CountBig,
     };
-    let (running, address) = queue_service(AppState::of(&tally), mount).await;
+    let (running, address) = queue_service::<B>(AppState::of(&tally), mount).await;
     let make = match body {
         Body::Small => job_frames,
         Body::Big => big_frames,
@@ -895,7 +1098,7 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
     trim_heap();
     let before = status_kib("VmRSS:").unwrap_or(0);
     let (meter, done, feeder) = if feed == Feed::RawPush {
-        let mut pusher = raw::Pusher::dial(&address).await;
+        let mut pusher = B::Pusher::dial(&address).await;
         warm_up!([&tally], pusher.send(make(WARM_UP)));
         tally.arm(messages);
         let meter = Meter::start();
@@ -910,7 +1113,7 @@ async fn crate_queue(messages: u64, body: Body, feed: Feed, probe: bool) -> Run 
         pusher.close().await;
         (meter, done, None)
     } else {
-        let peer = ZmqQueue::new(ZmqEndpoint::dial(address))
+        let peer = ZmqBroker::<QueueKind, Dialing, B>::new(ZmqEndpoint::dial(address))
             .connect()
             .await
             .unwrap();
@@ -1011,12 +1214,12 @@ fn memory_publish_all(publisher: MemoryPublisher, messages: u64) -> tokio::task:
 /// round (each time after trimming the heap). Growth that goes on from round to round is kept
 /// per message; a queue's capacity, grown once to a round's size, shows after the first round
 /// and stays. Answers the pusher, whether all were handled, and the three readings.
-async fn flood_in_tenths(
-    mut pusher: raw::Pusher,
+async fn flood_in_tenths<P: RawPusher>(
+    mut pusher: P,
     tally: &Tally,
     messages: u64,
     make: fn(u64) -> Frames,
-) -> (raw::Pusher, bool, [u64; 3]) {
+) -> (P, bool, [u64; 3]) {
     let tenth = messages / 10;
     let mut readings = [0; 3];
     let deadline = Instant::now() + RUN_DEADLINE;
@@ -1042,10 +1245,10 @@ async fn flood_in_tenths(
     (pusher, tally.count() >= messages, readings)
 }
 
-/// A service whose responder binds `address` and echoes each request; answers it running and
-/// the address it listens on.
-async fn echo_responder(address: &str) -> (ruststream::runtime::RunningApp, String) {
-    let broker = ZmqRpc::new(ZmqEndpoint::bind(address));
+/// A service whose responder, on backend `B`, binds `address` and echoes each request; answers
+/// it running and the address it listens on.
+async fn echo_responder<B: Stack>(address: &str) -> (ruststream::runtime::RunningApp, String) {
+    let broker = ZmqBroker::<RpcKind, Bound, B>::new(ZmqEndpoint::bind(address));
     let monitor = broker.monitor();
     let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
         .with_broker(broker, |b| {
@@ -1115,11 +1318,11 @@ where
     })
 }
 
-/// The crate's responder and requester: `requests`, `window` in flight on one requester. With
-/// `probe`, the resident set after a tenth and at the end.
-async fn crate_request_reply(requests: u64, window: usize, probe: bool) -> Run {
-    let (running, address) = echo_responder("tcp://127.0.0.1:0").await;
-    let client = ZmqRpc::new(ZmqEndpoint::dial(address))
+/// The crate's responder and requester on backend `B`: `requests`, `window` in flight on one
+/// requester. With `probe`, the resident set after a tenth and at the end.
+async fn crate_request_reply<B: Stack>(requests: u64, window: usize, probe: bool) -> Run {
+    let (running, address) = echo_responder::<B>("tcp://127.0.0.1:0").await;
+    let client = ZmqBroker::<RpcKind, Dialing, B>::new(ZmqEndpoint::dial(address))
         .connect()
         .await
         .unwrap();
@@ -1180,10 +1383,11 @@ async fn memory_request_reply(requests: u64, window: usize) -> Run {
     run
 }
 
-/// The crate's fan-out: its publisher to four subscribing services; `messages` each.
-async fn crate_fanout(messages: u64, subscribers: usize) -> Run {
+/// The crate's fan-out on backend `B`: its publisher to four subscribing services; `messages`
+/// each.
+async fn crate_fanout<B: Stack>(messages: u64, subscribers: usize) -> Run {
     let queue = usize::try_from(messages).unwrap() + 1_000;
-    let hub = fanout_broker(ZmqEndpoint::bind("tcp://127.0.0.1:0"), queue)
+    let hub = B::fanout_broker(ZmqEndpoint::bind("tcp://127.0.0.1:0"), queue)
         .connect()
         .await
         .unwrap();
@@ -1197,7 +1401,7 @@ async fn crate_fanout(messages: u64, subscribers: usize) -> Run {
         let running = RustStream::new(AppInfo::new("bench", "0.1.0"))
             .on_startup(async move |()| Ok::<_, Infallible>(state))
             .with_broker(
-                fanout_broker(ZmqEndpoint::dial(hub_address.clone()), queue),
+                B::fanout_broker(ZmqEndpoint::dial(hub_address.clone()), queue),
                 |b| {
                     b.include(on_job.name("ticks"))
                         .out_retry(Publish)
@@ -1236,16 +1440,6 @@ fn tenant_headers() -> HeaderMap {
     headers
 }
 
-#[cfg(not(feature = "zeromq"))]
-fn fanout_broker<S: Side>(endpoint: ZmqEndpoint<S>, queue: usize) -> ZmqFanout<S> {
-    ZmqFanout::new(endpoint).peer_queue(queue)
-}
-
-#[cfg(feature = "zeromq")]
-fn fanout_broker<S: Side>(endpoint: ZmqEndpoint<S>, _queue: usize) -> ZmqFanout<S> {
-    ZmqFanout::new(endpoint)
-}
-
 /// Waits for every subscriber; the rate is of messages published and delivered to all.
 async fn fanout_wait(meter: &Meter, tallies: &[Tally], messages: u64) -> Run {
     for tally in tallies {
@@ -1258,16 +1452,17 @@ async fn fanout_wait(meter: &Meter, tallies: &[Tally], messages: u64) -> Run {
     run
 }
 
-/// 100,000 `retry_after(500 ms)` copies, fed by a raw PUSH as fast as it goes.
-async fn crate_retry_burst(messages: u64) -> Run {
+/// 100,000 `retry_after(500 ms)` copies on backend `B`, fed by a raw PUSH of its client as fast
+/// as it goes.
+async fn crate_retry_burst<B: Stack>(messages: u64) -> Run {
     let tally = Tally::default();
     let burst = Arc::new(Burst::new(messages));
     let state = AppState {
         tally: tally.clone(),
         burst: Arc::clone(&burst),
     };
-    let (running, address) = queue_service(state, Mount::Burst).await;
-    let mut pusher = raw::Pusher::dial(&address).await;
+    let (running, address) = queue_service::<B>(state, Mount::Burst).await;
+    let mut pusher = B::Pusher::dial(&address).await;
     warm_up!([&tally], pusher.send(job_frames(WARM_UP)));
     tally.arm(messages);
     let meter = Meter::start();
@@ -1283,10 +1478,15 @@ async fn crate_retry_burst(messages: u64) -> Run {
 // ---------------------------------------------------------------------------------------------
 // The raw side
 
-async fn raw_queue(messages: u64, make: fn(u64) -> Frames, work: fn(&Tally) -> Work) -> Run {
+/// Backend `B`'s raw PUSH into its raw PULL, which does `work`.
+async fn raw_queue<B: Stack>(
+    messages: u64,
+    make: fn(u64) -> Frames,
+    work: fn(&Tally) -> Work,
+) -> Run {
     let tally = Tally::default();
-    let sink = raw::Reader::pull(work(&tally)).await;
-    let mut pusher = raw::Pusher::dial(&sink.address).await;
+    let sink = B::Reader::pull(work(&tally)).await;
+    let mut pusher = B::Pusher::dial(sink.address()).await;
     warm_up!([&tally], pusher.send(make(WARM_UP)));
     tally.arm(messages);
     let meter = Meter::start();
@@ -1303,9 +1503,10 @@ async fn raw_queue(messages: u64, make: fn(u64) -> Frames, work: fn(&Tally) -> W
     run
 }
 
-async fn raw_request_reply(requests: u64, window: u64) -> Run {
-    let responder = raw::Reader::router(answer).await;
-    let asker = raw::Asker::dial(&responder.address).await;
+/// Backend `B`'s raw DEALER asking its raw ROUTER, `window` in flight.
+async fn raw_request_reply<B: Stack>(requests: u64, window: u64) -> Run {
+    let responder = B::Reader::router(answer).await;
+    let asker = B::Asker::dial(responder.address()).await;
     let meter = Meter::start();
     let (asker, latencies) = asker.run(0..requests, window).await.unwrap();
     let mut run = meter.stop(requests);
@@ -1315,14 +1516,15 @@ async fn raw_request_reply(requests: u64, window: u64) -> Run {
     run
 }
 
-async fn raw_fanout(messages: u64, subscribers: usize) -> Run {
+/// Backend `B`'s raw PUB to its raw SUBs.
+async fn raw_fanout<B: Stack>(messages: u64, subscribers: usize) -> Run {
     let queue = usize::try_from(messages).unwrap() + 1_000;
-    let (mut publisher, address) = raw::Publisher::bind(queue).await;
+    let (mut publisher, address) = B::Publisher::bind(queue).await;
     let mut tallies = Vec::new();
     let mut readers = Vec::new();
     for _ in 0..subscribers {
         let tally = Tally::default();
-        readers.push(raw::Reader::sub(&address, "ticks", raw_job(&tally), queue).await);
+        readers.push(B::Reader::sub(&address, "ticks", raw_job(&tally), queue).await);
         tallies.push(tally);
     }
     warm_up!(tallies, publisher.send(tick_frames(WARM_UP)));
@@ -1346,8 +1548,8 @@ async fn raw_fanout(messages: u64, subscribers: usize) -> Run {
 struct Scenario {
     name: &'static str,
     what: &'static str,
-    /// The label of the measured side and of the baseline (`None`: one side only).
-    sides: (&'static str, Option<&'static str>),
+    /// The label of the measured side, and the baseline.
+    sides: (&'static str, Baseline),
     /// How many messages at `--scale 1`.
     messages: u64,
 }
@@ -1356,145 +1558,208 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sender",
         what: "sender ceiling: raw PUSH into a raw PULL that only counts",
-        sides: ("raw", None),
+        sides: ("raw", Baseline::Alone),
         messages: 200_000,
     },
     Scenario {
         name: "queue",
         what: "queue, {n} messages, handler reads the header, decodes, acks; raw PUSH feeds",
-        sides: ("crate", Some("raw")),
+        sides: ("crate", Baseline::Each("raw")),
         messages: 200_000,
     },
     Scenario {
         name: "framework",
         what: "queue, {n} messages, the crate (raw PUSH feeds) vs the framework's in-process broker",
-        sides: ("crate", Some("memory broker")),
+        sides: ("crate", Baseline::Shared("memory broker")),
         messages: 200_000,
     },
     Scenario {
         name: "queue-publisher",
         what: "queue, {n} messages, fed by the crate's publisher (vs the raw PUSH)",
-        sides: ("crate publisher", Some("raw PUSH")),
+        sides: ("crate publisher", Baseline::Each("raw PUSH")),
         messages: 200_000,
     },
     Scenario {
         name: "rr1",
         what: "request-reply, {n} requests, one in flight",
-        sides: ("crate", Some("raw")),
+        sides: ("crate", Baseline::Each("raw")),
         messages: 20_000,
     },
     Scenario {
         name: "rr64",
         what: "request-reply, {n} requests, 64 in flight on one requester",
-        sides: ("crate", Some("raw")),
+        sides: ("crate", Baseline::Each("raw")),
         messages: 200_000,
     },
     Scenario {
         name: "rr64-framework",
         what: "request-reply, {n} requests, 64 in flight, the crate vs the framework's in-process broker",
-        sides: ("crate", Some("memory broker")),
+        sides: ("crate", Baseline::Shared("memory broker")),
         messages: 200_000,
     },
     Scenario {
         name: "fanout",
         what: "fan-out, {n} messages from one publisher to 4 subscribers",
-        sides: ("crate", Some("raw")),
+        sides: ("crate", Baseline::Each("raw")),
         messages: 50_000,
     },
     Scenario {
         name: "queue16k",
         what: "queue, {n} messages of 16 KiB, handler decodes, acks",
-        sides: ("crate", Some("raw")),
+        sides: ("crate", Baseline::Each("raw")),
         messages: 20_000,
     },
     Scenario {
         name: "retry",
         what: "retry burst: {n} `retry_after(500 ms)` copies",
-        sides: ("crate", None),
+        sides: ("crate", Baseline::Alone),
         messages: 100_000,
     },
     Scenario {
         name: "retry-framework",
         what: "retry burst: {n} `retry_after(500 ms)` copies, the crate vs the framework's in-process broker (it delays each redelivery itself)",
-        sides: ("crate", Some("memory broker")),
+        sides: ("crate", Baseline::Shared("memory broker")),
         messages: 100_000,
     },
     Scenario {
         name: "responder-rss",
         what: "responder RSS over {n} requests, 64 in flight",
-        sides: ("crate", None),
+        sides: ("crate", Baseline::Alone),
         messages: 1_000_000,
     },
     Scenario {
         name: "flood",
         what: "RSS over a flood of {n} queue messages",
-        sides: ("crate", None),
+        sides: ("crate", Baseline::Alone),
         messages: 1_000_000,
     },
     Scenario {
         name: "warn",
         what: "queue, {n} messages, a WARN fmt subscriber (vs none)",
-        sides: ("WARN", Some("off")),
+        sides: ("WARN", Baseline::Each("off")),
         messages: 200_000,
     },
     Scenario {
         name: "warn-filtered",
         what: "queue, {n} messages, WARN with the README's filter (vs none)",
-        sides: ("filtered", Some("off")),
+        sides: ("filtered", Baseline::Each("off")),
         messages: 200_000,
     },
     Scenario {
         name: "codec",
         what: "wire: encode and decode of a 3-header message, {n} rounds",
-        sides: ("crate", None),
+        sides: ("crate", Baseline::Alone),
         messages: 200_000,
     },
 ];
 
-/// Runs one side of a scenario: the measured one, or the baseline.
-async fn run_side(scenario: &Scenario, baseline: bool, n: u64) -> Run {
-    match (scenario.name, baseline) {
-        ("sender", _) => raw_queue(n, job_frames, raw_count_only).await,
-        ("queue", false) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
-        ("queue", true) => raw_queue(n, job_frames, raw_job).await,
-        ("framework", false) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
-        ("framework", true) => memory_queue(n).await,
-        ("queue-publisher", false) => {
-            crate_queue(n, Body::Small, Feed::CratePublisher, false).await
+/// What a scenario's measured side is set against.
+#[derive(Clone, Copy)]
+enum Baseline {
+    /// Nothing: the measured side alone.
+    Alone,
+    /// Its label; run on each backend (raw sockets of its client, or the crate on it otherwise
+    /// set up).
+    Each(&'static str),
+    /// Its label; the same whatever the backend (the framework's in-process broker), so run
+    /// once a repetition and set against each backend's measured side.
+    Shared(&'static str),
+}
+
+impl Baseline {
+    fn label(self) -> Option<&'static str> {
+        match self {
+            Self::Alone => None,
+            Self::Each(label) | Self::Shared(label) => Some(label),
         }
-        ("queue-publisher", true) => crate_queue(n, Body::Small, Feed::RawPush, false).await,
-        ("rr1", false) => crate_request_reply(n, 1, false).await,
-        ("rr1", true) => raw_request_reply(n, 1).await,
-        ("rr64", false) => crate_request_reply(n, 64, false).await,
-        ("rr64", true) => raw_request_reply(n, 64).await,
-        ("rr64-framework", false) => crate_request_reply(n, 64, false).await,
-        ("rr64-framework", true) => memory_request_reply(n, 64).await,
-        ("fanout", false) => crate_fanout(n, 4).await,
-        ("fanout", true) => raw_fanout(n, 4).await,
-        ("queue16k", false) => crate_queue(n, Body::Big, Feed::RawPush, false).await,
-        ("queue16k", true) => raw_queue(n, big_frames, raw_big_job).await,
-        ("retry", _) | ("retry-framework", false) => crate_retry_burst(n).await,
-        ("retry-framework", true) => memory_retry_burst(n).await,
-        ("responder-rss", _) => crate_request_reply(n, 64, true).await,
-        ("flood", _) => crate_queue(n, Body::Small, Feed::RawPush, true).await,
+    }
+}
+
+/// One side of a scenario's run.
+#[derive(Clone, Copy)]
+enum Part {
+    /// The measured side, on a backend.
+    Measured(Which),
+    /// The baseline, on a backend.
+    Baseline(Which),
+    /// A baseline that no backend runs ([`Baseline::Shared`]).
+    Shared,
+}
+
+/// The sides of `scenario` that repetition `rep` runs, interleaved: each backend's measured side
+/// then its baseline, a shared baseline after the first backend's measured side; the whole
+/// order reversed on odd repetitions, so that each side runs first as often as last.
+fn parts(scenario: &Scenario, backends: &[Which], rep: usize) -> Vec<Part> {
+    let mut parts = Vec::new();
+    for (at, &which) in backends.iter().enumerate() {
+        parts.push(Part::Measured(which));
+        match scenario.sides.1 {
+            Baseline::Each(_) => parts.push(Part::Baseline(which)),
+            Baseline::Shared(_) if at == 0 => parts.push(Part::Shared),
+            _ => {}
+        }
+    }
+    if rep % 2 == 1 {
+        parts.reverse();
+    }
+    parts
+}
+
+/// Runs one side of a scenario.
+async fn run_part(scenario: &Scenario, part: Part, n: u64) -> Run {
+    match part {
+        Part::Measured(which) => on_backend!(which, B => run_side::<B>(scenario, false, n).await),
+        Part::Baseline(which) => on_backend!(which, B => run_side::<B>(scenario, true, n).await),
+        Part::Shared => match scenario.name {
+            "framework" => memory_queue(n).await,
+            "rr64-framework" => memory_request_reply(n, 64).await,
+            "retry-framework" => memory_retry_burst(n).await,
+            name => unreachable!("no shared baseline in {name}"),
+        },
+    }
+}
+
+/// Runs one side of a scenario on backend `B`: the measured one, or its baseline.
+async fn run_side<B: Stack>(scenario: &Scenario, baseline: bool, n: u64) -> Run {
+    match (scenario.name, baseline) {
+        ("sender", _) => raw_queue::<B>(n, job_frames, raw_count_only).await,
+        ("queue", false) => crate_queue::<B>(n, Body::Small, Feed::RawPush, false).await,
+        ("queue", true) => raw_queue::<B>(n, job_frames, raw_job).await,
+        ("framework", false) => crate_queue::<B>(n, Body::Small, Feed::RawPush, false).await,
+        ("queue-publisher", false) => {
+            crate_queue::<B>(n, Body::Small, Feed::CratePublisher, false).await
+        }
+        ("queue-publisher", true) => crate_queue::<B>(n, Body::Small, Feed::RawPush, false).await,
+        ("rr1", false) => crate_request_reply::<B>(n, 1, false).await,
+        ("rr1", true) => raw_request_reply::<B>(n, 1).await,
+        ("rr64", false) => crate_request_reply::<B>(n, 64, false).await,
+        ("rr64", true) => raw_request_reply::<B>(n, 64).await,
+        ("rr64-framework", false) => crate_request_reply::<B>(n, 64, false).await,
+        ("fanout", false) => crate_fanout::<B>(n, 4).await,
+        ("fanout", true) => raw_fanout::<B>(n, 4).await,
+        ("queue16k", false) => crate_queue::<B>(n, Body::Big, Feed::RawPush, false).await,
+        ("queue16k", true) => raw_queue::<B>(n, big_frames, raw_big_job).await,
+        ("retry", _) | ("retry-framework", false) => crate_retry_burst::<B>(n).await,
+        ("responder-rss", _) => crate_request_reply::<B>(n, 64, true).await,
+        ("flood", _) => crate_queue::<B>(n, Body::Small, Feed::RawPush, true).await,
         ("warn" | "warn-filtered", true) => {
             set_filter(EnvFilter::new("off"));
-            crate_queue(n, Body::Small, Feed::RawPush, false).await
+            crate_queue::<B>(n, Body::Small, Feed::RawPush, false).await
         }
         ("warn", false) => {
             set_filter(EnvFilter::new("warn"));
-            let run = crate_queue(n, Body::Small, Feed::RawPush, false).await;
+            let run = crate_queue::<B>(n, Body::Small, Feed::RawPush, false).await;
             set_filter(EnvFilter::new("off"));
             run
         }
         ("warn-filtered", false) => {
             set_filter(readme_filter());
-            let run = crate_queue(n, Body::Small, Feed::RawPush, false).await;
+            let run = crate_queue::<B>(n, Body::Small, Feed::RawPush, false).await;
             set_filter(EnvFilter::new("off"));
             run
         }
         ("codec", _) => codec(n),
-        (name, _) => unreachable!("no scenario {name}"),
+        (name, _) => unreachable!("{name} has no such side (baseline: {baseline}) on a backend"),
     }
 }
 
@@ -1593,11 +1858,43 @@ fn summarize(runs: &[Run]) -> Summary {
     }
 }
 
-fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize, workers: usize) {
+/// A scenario's runs: for each backend run (in the order of `--backend`), its measured side and
+/// its baseline. A shared baseline's runs stand in every backend's.
+struct Row<'a> {
+    scenario: &'a Scenario,
+    n: u64,
+    runs: Vec<(Vec<Run>, Vec<Run>)>,
+}
+
+impl Row<'_> {
+    fn what(&self) -> String {
+        self.scenario.what.replace("{n}", &thousands(self.n))
+    }
+}
+
+/// A side's own figures, `name value; name value`.
+fn figures(fields: &[(&'static str, f64)]) -> String {
+    fields
+        .iter()
+        .map(|(name, value)| format!("{name} {value:.1}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// p50 / p99, or `-` without round trips.
+fn round_trips(summary: &Summary) -> String {
+    summary.latencies.map_or("-".to_owned(), |(p50, p99)| {
+        format!("{} / {}", micros(p50), micros(p99))
+    })
+}
+
+/// The table of one backend (`at` in each row's runs): its measured side against its baseline.
+fn print_table(which: Which, at: usize, rows: &[Row], reps: usize, workers: usize) {
     println!();
     println!(
-        "backend `{BACKEND}`, baseline: {}; {}; {workers} runtime workers; medians of {reps} runs",
-        baseline(),
+        "backend `{}`, baseline: {}; {}; {workers} runtime workers; medians of {reps} runs",
+        which.name(),
+        which.baseline(),
         allocator()
     );
     println!();
@@ -1605,33 +1902,21 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize, wo
         "| scenario | measured | baseline | ratio | CPU µs/msg, measured / baseline (x) | allocations/msg | context switches/msg | p50 / p99, measured | p50 / p99, baseline | peak RSS growth, MB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (scenario, n, measured, baseline) in results {
-        let what = scenario.what.replace("{n}", &thousands(*n));
+    for row in rows {
+        let what = row.what();
+        let (measured, baseline) = &row.runs[at];
         let m = summarize(measured);
-        let (label, base_label) = scenario.sides;
-        let lat = |s: &Summary| {
-            s.latencies.map_or("-".to_owned(), |(p50, p99)| {
-                format!("{} / {}", micros(p50), micros(p99))
-            })
-        };
-        let fields = m
-            .fields
-            .iter()
-            .map(|(name, value)| format!("{name} {value:.1}"))
-            .collect::<Vec<_>>()
-            .join("; ");
-        if let Some(base_label) = base_label {
+        let (label, base) = row.scenario.sides;
+        let fields = figures(&m.fields);
+        if let Some(base_label) = base.label() {
             let b = summarize(baseline);
             let what = if fields.is_empty() {
                 what
             } else {
-                format!("{what} ({label}: {fields}; {base_label}: {})", {
-                    b.fields
-                        .iter()
-                        .map(|(name, value)| format!("{name} {value:.1}"))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })
+                format!(
+                    "{what} ({label}: {fields}; {base_label}: {})",
+                    figures(&b.fields)
+                )
             };
             println!(
                 "| {what} | {label}: {}/s | {base_label}: {}/s | {:.2} | {:.2} / {:.2} ({:.2} x) | {:.1} / {:.1} | {:.2} / {:.2} | {} | {} | {:.1} / {:.1} |",
@@ -1645,8 +1930,8 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize, wo
                 b.allocs,
                 m.switches,
                 b.switches,
-                lat(&m),
-                lat(&b),
+                round_trips(&m),
+                round_trips(&b),
                 m.peak_mb,
                 b.peak_mb,
             );
@@ -1662,10 +1947,86 @@ fn print_table(results: &[(&Scenario, u64, Vec<Run>, Vec<Run>)], reps: usize, wo
                 m.cpu_us,
                 m.allocs,
                 m.switches,
-                lat(&m),
+                round_trips(&m),
                 m.peak_mb,
             );
         }
+    }
+}
+
+/// The cross-backend table: each scenario's measured side on the first backend (`zeromq`) and
+/// on the second (`libzmq`) side by side, the second over the first, and each against its own
+/// baseline.
+fn print_cross_table(backends: &[Which], rows: &[Row], reps: usize, workers: usize) {
+    let [first, second] = backends else {
+        return;
+    };
+    let (one, two) = (first.name(), second.name());
+    println!();
+    println!(
+        "crate on `{two}` against crate on `{one}`; {}; {workers} runtime workers; medians of {reps} runs",
+        allocator()
+    );
+    println!();
+    println!(
+        "| scenario | {one} | {two} | {two} / {one} | CPU µs/msg, {one} / {two} (x) | {one} / its baseline | {two} / its baseline | figures, {one} / {two} |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        let (label, base) = row.scenario.sides;
+        let sides = [&row.runs[0], &row.runs[1]].map(|(measured, baseline)| {
+            (
+                summarize(measured),
+                base.label().map(|_| summarize(baseline)),
+            )
+        });
+        let [(a, a_base), (b, b_base)] = &sides;
+        // The rate, and the p50 where there are round trips.
+        let cell = |m: &Summary| match m.latencies {
+            Some((p50, _)) => format!("{label}: {}/s, p50 {}", rate(m.rate), micros(p50)),
+            None => format!("{label}: {}/s", rate(m.rate)),
+        };
+        let p50_ratio = |over: &Summary, under: &Summary| match (over.latencies, under.latencies) {
+            (Some((over, _)), Some((under, _))) => {
+                format!(", p50 {:.2}", over.as_secs_f64() / under.as_secs_f64())
+            }
+            _ => String::new(),
+        };
+        let against = |m: &Summary, own: &Option<Summary>| match (own, base.label()) {
+            (Some(b), Some(base_label)) => {
+                format!("{:.2} of {base_label}{}", m.rate / b.rate, p50_ratio(m, b))
+            }
+            _ => "-".to_owned(),
+        };
+        // Each figure of its own (the burst's lateness, what was lost, the resident set) on
+        // both backends, and the p99 where there are round trips.
+        let mut both: Vec<String> = a
+            .fields
+            .iter()
+            .zip(&b.fields)
+            .map(|((name, one), (_, two))| format!("{name} {one:.1} / {two:.1}"))
+            .collect();
+        if let (Some((_, one)), Some((_, two))) = (a.latencies, b.latencies) {
+            both.push(format!("p99 {} / {}", micros(one), micros(two)));
+        }
+        println!(
+            "| {} | {} | {} | {:.2}{} | {:.2} / {:.2} ({:.2} x) | {} | {} | {} |",
+            row.what(),
+            cell(a),
+            cell(b),
+            b.rate / a.rate,
+            p50_ratio(b, a),
+            a.cpu_us,
+            b.cpu_us,
+            b.cpu_us / a.cpu_us,
+            against(a, a_base),
+            against(b, b_base),
+            if both.is_empty() {
+                "-".to_owned()
+            } else {
+                both.join("; ")
+            },
+        );
     }
 }
 
@@ -1682,7 +2043,8 @@ fn thousands(n: u64) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Short-lived requesters (`clients [N]`), on the default backend's client
+// Short-lived requesters (`clients [N]`): the `zeromq` client's, against the crate's responder
+// on each backend
 
 /// One short-lived requester: a REQ (even `n`) or DEALER socket that dials the responder, asks
 /// once, reads its answer and closes. Answers whether the answer carried the request's id.
@@ -1715,12 +2077,12 @@ async fn ask_once(address: &str, n: u64) -> bool {
 }
 
 /// `clients` short-lived REQ and DEALER requesters, `in_flight` at a time, against one
-/// responder: every one is answered, and the responder keeps nothing per requester (its
-/// resident set after the first tenth and at the end).
-async fn short_lived_requesters(clients: u64, in_flight: usize) {
+/// responder on backend `B`: every one is answered, and the responder keeps nothing per
+/// requester (its resident set after the first tenth and at the end).
+async fn short_lived_requesters<B: Stack>(clients: u64, in_flight: usize) {
     let path =
         std::env::temp_dir().join(format!("ruststream-zmq-bench-{}.sock", std::process::id()));
-    let (running, address) = echo_responder(&format!("ipc://{}", path.display())).await;
+    let (running, address) = echo_responder::<B>(&format!("ipc://{}", path.display())).await;
     let started = Instant::now();
     let mut answered = 0_u64;
     let mut early = None;
@@ -1738,8 +2100,10 @@ async fn short_lived_requesters(clients: u64, in_flight: usize) {
     }
     let took = started.elapsed();
     println!(
-        "short-lived requesters: {clients} REQ and DEALER clients, {in_flight} at a time, {answered} \
-         answered rightly in {took:?}; resident set {} KiB after the first tenth, {} KiB at the end",
+        "short-lived requesters, responder on `{}`: {clients} REQ and DEALER clients, {in_flight} \
+         at a time, {answered} answered rightly in {took:?}; resident set {} KiB after the first \
+         tenth, {} KiB at the end",
+        B::NAME,
         early.map_or("?".to_owned(), |kib| kib.to_string()),
         status_kib("VmRSS:").map_or("?".to_owned(), |kib| kib.to_string()),
     );
@@ -1755,47 +2119,31 @@ fn main() {
         println!("figures only: run `cargo bench --bench throughput`");
         return;
     }
-    // `--workers N`: the runtime's worker threads (2 by default, one a core of the machine the
-    // figures come from); read first, since the runtime is built before anything runs.
-    let workers = args
-        .iter()
-        .position(|arg| arg == "--workers")
-        .map_or(2, |at| {
-            args.get(at + 1)
-                .and_then(|n| n.parse().ok())
-                .expect("--workers N")
-        });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .unwrap();
-    // `cargo bench --bench throughput -- clients [N]`: the short-lived requesters alone.
-    if let Some(at) = args.iter().position(|arg| arg == "clients") {
-        let clients = args
-            .get(at + 1)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(200_000);
-        runtime.block_on(short_lived_requesters(clients, 32));
-        return;
-    }
+    let mut workers = 2_usize;
     let mut reps = 3_usize;
     // `--only measured` or `--only baseline`: one side alone, for a profiler around the process.
     let mut only: Option<bool> = None;
     let mut scale = 1.0_f64;
     let mut names = Vec::new();
     let mut hops = RawHops::default();
-    let mut rest = args.iter();
+    let mut backends = COMPILED.to_vec();
+    let mut clients = None;
+    let mut rest = args.iter().peekable();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--bench" => {}
             "--reps" => reps = rest.next().and_then(|n| n.parse().ok()).expect("--reps N"),
             "--scale" => scale = rest.next().and_then(|n| n.parse().ok()).expect("--scale F"),
+            // The runtime's worker threads (2 by default, one a core of the machine the
+            // figures come from).
             "--workers" => {
-                rest.next();
+                workers = rest
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--workers N");
             }
-            "--raw-hop" if cfg!(not(feature = "zeromq")) => {
-                panic!("--raw-hop: the libzmq baseline's sockets are driven by threads, not tasks")
+            "--backend" => {
+                backends = Which::parse(rest.next().map_or("", String::as_str));
             }
             "--raw-hop" => match rest.next().map(String::as_str) {
                 Some("router") => hops.router = true,
@@ -1815,6 +2163,11 @@ fn main() {
                 }
                 return;
             }
+            // `clients [N]`: the short-lived requesters alone.
+            "clients" => {
+                let n = rest.next_if(|n| n.parse::<u64>().is_ok());
+                clients = Some(n.map_or(200_000, |n| n.parse().unwrap()));
+            }
             name if name.starts_with("--") => {}
             name => {
                 assert!(
@@ -1825,49 +2178,63 @@ fn main() {
             }
         }
     }
+    assert!(
+        !(hops.router || hops.dealer) || backends.iter().any(|which| which.name() == "zeromq"),
+        "--raw-hop: the `zeromq` baseline only; libzmq's raw sockets are driven by threads, not tasks"
+    );
     RAW_HOPS.set(hops).ok();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Some(clients) = clients {
+        for &which in &backends {
+            on_backend!(which, B => runtime.block_on(short_lived_requesters::<B>(clients, 32)));
+        }
+        return;
+    }
     let chosen: Vec<&Scenario> = SCENARIOS
         .iter()
         .filter(|s| names.is_empty() || names.iter().any(|name| name == s.name))
         .collect();
     install_subscriber();
-    println!(
-        "backend `{BACKEND}`; baseline: {}; {}; {workers} runtime workers",
-        baseline(),
-        allocator()
-    );
-    let mut results: Vec<(&Scenario, u64, Vec<Run>, Vec<Run>)> = chosen
+    for &which in &backends {
+        println!("backend `{}`; baseline: {}", which.name(), which.baseline());
+    }
+    println!("{}; {workers} runtime workers", allocator());
+    let mut rows: Vec<Row> = chosen
         .iter()
-        .map(|&s| {
-            let n = ((s.messages as f64 * scale).round() as u64).max(100);
-            (s, n, Vec::new(), Vec::new())
+        .map(|&scenario| Row {
+            scenario,
+            n: ((scenario.messages as f64 * scale).round() as u64).max(100),
+            runs: backends.iter().map(|_| (Vec::new(), Vec::new())).collect(),
         })
         .collect();
-    // One run thrown away, so that the first measured run does not pay for the process's
-    // first sockets, threads and heap.
-    runtime.block_on(raw_queue(50_000, job_frames, raw_job));
+    // One run thrown away on each backend, so that the first measured run does not pay for the
+    // process's first sockets, threads and heap.
+    for &which in &backends {
+        on_backend!(which, B => runtime.block_on(raw_queue::<B>(50_000, job_frames, raw_job)));
+    }
     for rep in 0..reps {
-        for (scenario, n, measured, baseline) in &mut results {
-            // Interleaved: the measured side first on even repetitions, second on odd ones.
-            let order: &[bool] = match (scenario.sides.1.is_some(), rep % 2) {
-                (false, _) => &[false],
-                (true, 0) => &[false, true],
-                (true, _) => &[true, false],
-            };
-            for &side in order {
-                if only.is_some_and(|only| only != side) {
+        for row in &mut rows {
+            for part in parts(row.scenario, &backends, rep) {
+                let is_baseline = !matches!(part, Part::Measured(_));
+                if only.is_some_and(|only| only != is_baseline) {
                     continue;
                 }
-                let run = runtime.block_on(run_side(scenario, side, *n));
-                let label = if side {
-                    scenario.sides.1.unwrap_or("-")
-                } else {
-                    scenario.sides.0
+                let run = runtime.block_on(run_part(row.scenario, part, row.n));
+                let (backend, label) = match part {
+                    Part::Measured(which) => (which.name(), row.scenario.sides.0),
+                    Part::Baseline(which) => {
+                        (which.name(), row.scenario.sides.1.label().unwrap_or("-"))
+                    }
+                    Part::Shared => ("-", row.scenario.sides.1.label().unwrap_or("-")),
                 };
                 println!(
-                    "run {}/{reps} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg {:6.1} allocs/msg {:6.2} switches/msg{}{}",
+                    "run {}/{reps} {backend:7} {:16} {:16} {:>9}/s {:7.2} CPU µs/msg {:6.1} allocs/msg {:6.2} switches/msg{}{}",
                     rep + 1,
-                    scenario.name,
+                    row.scenario.name,
                     label,
                     rate(run.rate),
                     run.cpu_us,
@@ -1883,13 +2250,28 @@ fn main() {
                         .map(|(name, value)| format!("; {name} {value:.1}"))
                         .collect::<String>(),
                 );
-                if side {
-                    baseline.push(run)
-                } else {
-                    measured.push(run)
+                match part {
+                    Part::Measured(which) => row.runs[at(&backends, which)].0.push(run),
+                    Part::Baseline(which) => row.runs[at(&backends, which)].1.push(run),
+                    Part::Shared => {
+                        for (_, baseline) in &mut row.runs {
+                            baseline.push(run.clone());
+                        }
+                    }
                 }
             }
         }
     }
-    print_table(&results, reps, workers);
+    for (at, &which) in backends.iter().enumerate() {
+        print_table(which, at, &rows, reps, workers);
+    }
+    print_cross_table(&backends, &rows, reps, workers);
+}
+
+/// Where `which` stands in `backends`.
+fn at(backends: &[Which], which: Which) -> usize {
+    backends
+        .iter()
+        .position(|&other| other == which)
+        .expect("a backend that runs")
 }

@@ -2,6 +2,9 @@
 //! each socket is driven by a plain std thread with blocking calls, the fastest way to use
 //! libzmq and the fairest "raw" figure (no async runtime between the socket and the work).
 //! Nothing of the crate is used here.
+//!
+//! Its sockets are the bench's `RawPusher`, `RawReader`, `RawPublisher` and `RawAsker`, so that
+//! a raw scenario is written once for both clients (`throughput.rs`, `Stack`).
 
 use std::{
     ops::Range,
@@ -16,7 +19,7 @@ use std::{
 use ruststream::Bytes;
 use tokio::task::JoinHandle;
 
-use crate::{Frames, Work};
+use crate::{Frames, RawAsker, RawPublisher, RawPusher, RawReader, Work};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw libzmq sockets (`zmq` 0.10), one std thread each, blocking calls";
@@ -46,21 +49,20 @@ fn send_frames(socket: &zmq::Socket, frames: &[Bytes]) {
 /// A PUSH dialing a bound PULL.
 pub struct Pusher(zmq::Socket);
 
-impl Pusher {
-    pub async fn dial(address: &str) -> Self {
+impl RawPusher for Pusher {
+    async fn dial(address: &str) -> Self {
         let socket = socket(zmq::PUSH);
         socket.connect(address).expect("the PUSH dials");
         Self(socket)
     }
 
-    pub async fn send(&mut self, frames: Frames) {
+    async fn send(&mut self, frames: Frames) {
         let socket = &self.0;
         tokio::task::block_in_place(|| send_frames(socket, &frames));
     }
 
-    /// Sends the messages `make` builds for `ids` from a std thread with blocking sends;
-    /// answers the pusher once all have been handed to the socket.
-    pub fn send_all(self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
+    /// From a std thread with blocking sends.
+    fn send_all(self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
         tokio::task::spawn_blocking(move || {
             for id in ids {
                 send_frames(&self.0, &make(id));
@@ -69,12 +71,12 @@ impl Pusher {
         })
     }
 
-    pub async fn close(self) {}
+    async fn close(self) {}
 }
 
 /// A socket read by one std thread that hands every message to its work.
 pub struct Reader {
-    pub address: String,
+    address: String,
     stop: Arc<AtomicBool>,
     thread: Option<thread::JoinHandle<()>>,
 }
@@ -103,9 +105,14 @@ impl Reader {
             thread: Some(thread),
         }
     }
+}
 
-    /// A bound PULL: `work(name, headers, payload)` for each message.
-    pub async fn pull(work: Work) -> Self {
+impl RawReader for Reader {
+    fn address(&self) -> &str {
+        &self.address
+    }
+
+    async fn pull(work: Work) -> Self {
         let socket = socket(zmq::PULL);
         let address = bind(&socket);
         Self::spawn(socket, address, move |_, frames| {
@@ -115,9 +122,7 @@ impl Reader {
         })
     }
 
-    /// A bound ROUTER that answers each `[identity][name][headers][payload]` with
-    /// `[identity][reply][headers][payload]`, `answer` making the last two.
-    pub async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
+    async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
         let socket = socket(zmq::ROUTER);
         let address = bind(&socket);
         Self::spawn(socket, address, move |socket, frames| {
@@ -131,8 +136,8 @@ impl Reader {
         })
     }
 
-    /// A SUB dialing `address`, subscribed to `prefix`, queueing up to `queue` messages.
-    pub async fn sub(address: &str, prefix: &str, work: Work, queue: usize) -> Self {
+    /// Queues up to `queue` messages (its high-water mark).
+    async fn sub(address: &str, prefix: &str, work: Work, queue: usize) -> Self {
         let socket = socket(zmq::SUB);
         socket
             .set_rcvhwm(i32::try_from(queue).unwrap())
@@ -148,7 +153,7 @@ impl Reader {
         })
     }
 
-    pub async fn close(mut self) {
+    async fn close(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
@@ -159,9 +164,9 @@ impl Reader {
 /// A bound PUB.
 pub struct Publisher(zmq::Socket);
 
-impl Publisher {
-    /// Binds with a queue of `queue` messages per subscriber; answers it and its address.
-    pub async fn bind(queue: usize) -> (Self, String) {
+impl RawPublisher for Publisher {
+    /// Queues up to `queue` messages for each subscriber (its high-water mark).
+    async fn bind(queue: usize) -> (Self, String) {
         let socket = socket(zmq::PUB);
         socket
             .set_sndhwm(i32::try_from(queue).unwrap())
@@ -170,11 +175,11 @@ impl Publisher {
         (Self(socket), address)
     }
 
-    pub async fn send(&mut self, frames: Frames) {
+    async fn send(&mut self, frames: Frames) {
         send_frames(&self.0, &frames);
     }
 
-    pub fn send_all(self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
+    fn send_all(self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
         tokio::task::spawn_blocking(move || {
             for id in ids {
                 send_frames(&self.0, &make(id));
@@ -183,15 +188,14 @@ impl Publisher {
         })
     }
 
-    pub async fn close(self) {}
+    async fn close(self) {}
 }
 
 /// A DEALER that asks a ROUTER, keeping up to `window` requests in flight from one std thread.
 pub struct Asker(zmq::Socket);
 
-impl Asker {
-    /// Dials and waits for the answer to one request, so the connection is up.
-    pub async fn dial(address: &str) -> Self {
+impl RawAsker for Asker {
+    async fn dial(address: &str) -> Self {
         let socket = socket(zmq::DEALER);
         socket.connect(address).expect("the DEALER dials");
         tokio::task::spawn_blocking(move || {
@@ -203,8 +207,8 @@ impl Asker {
         .expect("the DEALER connects")
     }
 
-    /// Asks `ids`, `window` at a time; answers the asker and each request's round trip.
-    pub fn run(self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
+    /// From a std thread with blocking calls.
+    fn run(self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
         tokio::task::spawn_blocking(move || {
             let first = ids.start;
             let total = ids.end - ids.start;
@@ -227,5 +231,5 @@ impl Asker {
         })
     }
 
-    pub async fn close(self) {}
+    async fn close(self) {}
 }

@@ -1,6 +1,9 @@
-//! Raw sockets of the pure-Rust `zeromq` 0.7 client, the baseline of the default backend: each
+//! Raw sockets of the pure-Rust `zeromq` 0.7 client, the baseline of the `zeromq` backend: each
 //! socket is driven by one tokio task on the bench's runtime, as a service using the client
 //! directly would drive it. Nothing of the crate is used here.
+//!
+//! Its sockets are the bench's `RawPusher`, `RawReader`, `RawPublisher` and `RawAsker`, so that
+//! a raw scenario is written once for both clients (`throughput.rs`, `Stack`).
 
 use std::{
     ops::Range,
@@ -15,7 +18,7 @@ use zeromq::{
     SocketRecv, SocketSend, SubSocket, ZmqMessage,
 };
 
-use crate::{Frames, Work};
+use crate::{Frames, RawAsker, RawPublisher, RawPusher, RawReader, Work};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw `zeromq` 0.7 sockets, one tokio task each";
@@ -30,20 +33,19 @@ fn message<const N: usize>(frames: [Bytes; N]) -> ZmqMessage {
 /// A PUSH dialing a bound PULL.
 pub struct Pusher(PushSocket);
 
-impl Pusher {
-    pub async fn dial(address: &str) -> Self {
+impl RawPusher for Pusher {
+    async fn dial(address: &str) -> Self {
         let mut socket = PushSocket::new();
         socket.connect(address).await.expect("the PUSH dials");
         Self(socket)
     }
 
-    pub async fn send(&mut self, frames: Frames) {
+    async fn send(&mut self, frames: Frames) {
         self.0.send(message(frames)).await.expect("the PUSH sends");
     }
 
-    /// Sends the messages `make` builds for `ids`, from a task of its own; answers the pusher
-    /// once all have been handed to the socket.
-    pub fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
+    /// From a task of its own.
+    fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
         tokio::spawn(async move {
             for id in ids {
                 self.0
@@ -55,20 +57,23 @@ impl Pusher {
         })
     }
 
-    pub async fn close(self) {
+    async fn close(self) {
         let _ = self.0.close().await;
     }
 }
 
-/// A bound socket read by one task that hands every message to `work`.
+/// A socket read by one task that hands every message to its work.
 pub struct Reader {
-    pub address: String,
+    address: String,
     task: JoinHandle<()>,
 }
 
-impl Reader {
-    /// A bound PULL: `work(name, headers, payload)` for each message.
-    pub async fn pull(work: Work) -> Self {
+impl RawReader for Reader {
+    fn address(&self) -> &str {
+        &self.address
+    }
+
+    async fn pull(work: Work) -> Self {
         let mut socket = PullSocket::new();
         let address = socket
             .bind("tcp://127.0.0.1:0")
@@ -86,9 +91,8 @@ impl Reader {
         Self { address, task }
     }
 
-    /// A bound ROUTER that answers each `[identity][name][headers][payload]` with
-    /// `[identity][reply][headers][payload]`, `answer` making the last two.
-    pub async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
+    /// With `--raw-hop router`, the requests are answered by a second task.
+    async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
         let mut socket = RouterSocket::new();
         let address = socket
             .bind("tcp://127.0.0.1:0")
@@ -114,8 +118,8 @@ impl Reader {
         Self { address, task }
     }
 
-    /// A SUB dialing `address`, subscribed to `prefix`.
-    pub async fn sub(address: &str, prefix: &str, work: Work, _queue: usize) -> Self {
+    /// `_queue`: the per-peer queue, fixed in this client (100,000).
+    async fn sub(address: &str, prefix: &str, work: Work, _queue: usize) -> Self {
         let mut socket = SubSocket::new();
         socket.connect(address).await.expect("the SUB dials");
         socket.subscribe(prefix).await.expect("the SUB subscribes");
@@ -133,7 +137,7 @@ impl Reader {
         }
     }
 
-    pub async fn close(self) {
+    async fn close(self) {
         self.task.abort();
         let _ = self.task.await;
     }
@@ -142,9 +146,9 @@ impl Reader {
 /// A bound PUB.
 pub struct Publisher(PubSocket);
 
-impl Publisher {
-    /// Binds; answers it and its address. `_queue`: the per-peer queue (fixed in this client).
-    pub async fn bind(_queue: usize) -> (Self, String) {
+impl RawPublisher for Publisher {
+    /// `_queue`: the per-peer queue, fixed in this client (100,000).
+    async fn bind(_queue: usize) -> (Self, String) {
         let mut socket = PubSocket::new();
         let address = socket
             .bind("tcp://127.0.0.1:0")
@@ -154,11 +158,11 @@ impl Publisher {
         (Self(socket), address)
     }
 
-    pub async fn send(&mut self, frames: Frames) {
+    async fn send(&mut self, frames: Frames) {
         self.0.send(message(frames)).await.expect("the PUB sends");
     }
 
-    pub fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
+    fn send_all(mut self, ids: Range<u64>, make: fn(u64) -> Frames) -> JoinHandle<Self> {
         tokio::spawn(async move {
             for id in ids {
                 self.0.send(message(make(id))).await.expect("the PUB sends");
@@ -167,7 +171,7 @@ impl Publisher {
         })
     }
 
-    pub async fn close(self) {
+    async fn close(self) {
         let _ = self.0.close().await;
     }
 }
@@ -199,9 +203,9 @@ impl Asking {
     }
 }
 
-impl Asker {
-    /// Dials and waits for the answer to one request, so the connection is up.
-    pub async fn dial(address: &str) -> Self {
+impl RawAsker for Asker {
+    /// With `--raw-hop dealer`, the answers are read by a task of their own.
+    async fn dial(address: &str) -> Self {
         let mut socket = DealerSocket::new();
         socket.connect(address).await.expect("the DEALER dials");
         socket
@@ -217,8 +221,8 @@ impl Asker {
         Self(Asking::Split(send, answers, reader))
     }
 
-    /// Asks `ids`, `window` at a time; answers the asker and each request's round trip.
-    pub fn run(mut self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
+    /// From a task of its own.
+    fn run(mut self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
         tokio::spawn(async move {
             let first = ids.start;
             let total = ids.end - ids.start;
@@ -241,7 +245,7 @@ impl Asker {
         })
     }
 
-    pub async fn close(self) {
+    async fn close(self) {
         match self.0 {
             Asking::Whole(socket) => {
                 let _ = socket.close().await;
