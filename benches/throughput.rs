@@ -18,14 +18,15 @@
 //! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
 //! around the process), `--workers N` (the runtime's worker threads, 2 by default: with 1, a
 //! row shows what a scenario costs without hand-offs between workers), `--raw-hop router` and
-//! `--raw-hop dealer` (the `zeromq` baseline only: the raw responder hands each request to a
-//! second task, or the raw asker's answers are read by a task of their own, each through a
-//! channel of 64; what one hand-off between tasks costs a round trip). `clients [N]` runs the
+//! `--raw-hop dealer` (on `zeromq` the raw responder hands each request to a second task, or the
+//! raw asker's answers are read by a task of their own, each through a channel of 64: what one
+//! hand-off between tasks costs a round trip; on libzmq the raw responder or asker becomes a task
+//! behind a thread per socket with a wake-up pipe, the design a backend could take). `clients [N]` runs the
 //! short-lived requesters alone, against the crate's responder on each backend.
 //!
 //! Each backend's baseline is raw sockets of its own client: on `zeromq`, raw `zeromq` 0.7
 //! sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
-//! on libzmq, raw libzmq sockets through the `zmq` 0.10 binding, each driven by a plain std
+//! on libzmq, raw libzmq sockets through the `zmq` 0.9 binding, each driven by a plain std
 //! thread with blocking calls, the fastest way to use libzmq and so the fairest "raw" figure
 //! (`benches/raw/libzmq.rs`). Both do the work the crate's handler does: read the one header,
 //! decode the JSON `{"id":n}`, count; a raw responder reads the `correlation-id` header, decodes
@@ -176,8 +177,9 @@ trait Stack: Backend + Sized {
     const NAME: &'static str;
     /// What its raw side is.
     const CLIENT: &'static str;
-    /// Whether its raw side takes the hand-offs of `--raw-hop`.
-    const HOPS: bool;
+    /// What its raw side's `--raw-hop router` and `--raw-hop dealer` are.
+    const HOP_ROUTER: &'static str;
+    const HOP_DEALER: &'static str;
     type Pusher: RawPusher;
     type Reader: RawReader;
     type Publisher: RawPublisher;
@@ -195,7 +197,8 @@ trait Stack: Backend + Sized {
 impl Stack for ruststream_zmq::zeromq::Zeromq {
     const NAME: &'static str = "zeromq";
     const CLIENT: &'static str = raw_zeromq::CLIENT;
-    const HOPS: bool = true;
+    const HOP_ROUTER: &'static str = raw_zeromq::HOP_ROUTER;
+    const HOP_DEALER: &'static str = raw_zeromq::HOP_DEALER;
     type Pusher = raw_zeromq::Pusher;
     type Reader = raw_zeromq::Reader;
     type Publisher = raw_zeromq::Publisher;
@@ -215,7 +218,8 @@ impl Stack for ruststream_zmq::zeromq::Zeromq {
 impl Stack for ruststream_zmq::libzmq::Libzmq {
     const NAME: &'static str = "libzmq";
     const CLIENT: &'static str = raw_libzmq::CLIENT;
-    const HOPS: bool = false;
+    const HOP_ROUTER: &'static str = raw_libzmq::HOP_ROUTER;
+    const HOP_DEALER: &'static str = raw_libzmq::HOP_DEALER;
     type Pusher = raw_libzmq::Pusher;
     type Reader = raw_libzmq::Reader;
     type Publisher = raw_libzmq::Publisher;
@@ -704,9 +708,9 @@ fn big_frames(id: u64) -> Frames {
     ]
 }
 
-/// The hand-offs between tasks the raw request-reply side takes on (`--raw-hop router`,
-/// `--raw-hop dealer`; the `zeromq` baseline only), to measure what one costs: the ROUTER read
-/// by one task and answered by another, or the DEALER's answers read by a task of their own.
+/// The hand-offs the raw request-reply side takes on (`--raw-hop router`, `--raw-hop dealer`),
+/// to measure what one costs: on `zeromq` between tasks, on libzmq between a socket's thread and
+/// a task.
 #[derive(Clone, Copy, Default)]
 struct RawHops {
     router: bool,
@@ -722,17 +726,11 @@ fn raw_hops() -> RawHops {
 
 /// What backend `B`'s raw side is, with the hand-offs it was given.
 fn baseline<B: Stack>() -> String {
-    if !B::HOPS {
-        return B::CLIENT.to_owned();
-    }
     let RawHops { router, dealer } = raw_hops();
-    let hops: Vec<&str> = [
-        (router, "the ROUTER's requests handed to a second task"),
-        (dealer, "the DEALER's answers read by a task of their own"),
-    ]
-    .into_iter()
-    .filter_map(|(on, what)| on.then_some(what))
-    .collect();
+    let hops: Vec<&str> = [(router, B::HOP_ROUTER), (dealer, B::HOP_DEALER)]
+        .into_iter()
+        .filter_map(|(on, what)| on.then_some(what))
+        .collect();
     if hops.is_empty() {
         B::CLIENT.to_owned()
     } else {
@@ -2178,10 +2176,6 @@ fn main() {
             }
         }
     }
-    assert!(
-        !(hops.router || hops.dealer) || backends.iter().any(|which| which.name() == "zeromq"),
-        "--raw-hop: the `zeromq` baseline only; libzmq's raw sockets are driven by threads, not tasks"
-    );
     RAW_HOPS.set(hops).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)

@@ -1,4 +1,4 @@
-//! Raw libzmq sockets (through the `zmq` 0.10 binding), the baseline of the `libzmq` backend:
+//! Raw libzmq sockets (through the `zmq` 0.9 binding), the baseline of the `libzmq` backend:
 //! each socket is driven by a plain std thread with blocking calls, the fastest way to use
 //! libzmq and the fairest "raw" figure (no async runtime between the socket and the work).
 //! Nothing of the crate is used here.
@@ -7,22 +7,36 @@
 //! a raw scenario is written once for both clients (`throughput.rs`, `Stack`).
 
 use std::{
+    io::{Read, Write},
     ops::Range,
+    os::{fd::AsRawFd, unix::net::UnixStream},
     sync::{
         Arc, LazyLock,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        mpsc as std_mpsc,
     },
     thread,
     time::{Duration, Instant},
 };
 
 use ruststream::Bytes;
-use tokio::task::JoinHandle;
+use tokio::{sync::mpsc, task::JoinHandle};
 
 use crate::{Frames, RawAsker, RawPublisher, RawPusher, RawReader, Work};
 
 /// The client the raw rows measure.
-pub const CLIENT: &str = "raw libzmq sockets (`zmq` 0.10), one std thread each, blocking calls";
+pub const CLIENT: &str = "raw libzmq sockets (`zmq` 0.9), one std thread each, blocking calls";
+
+/// What `--raw-hop router` and `--raw-hop dealer` give the raw side: the thread-per-socket
+/// design a backend could take ([`SocketThread`]).
+pub const HOP_ROUTER: &str =
+    "the ROUTER's requests answered by a task, through its thread and a wake-up pipe";
+pub const HOP_DEALER: &str =
+    "the DEALER asked and read by a task, through its thread and a wake-up pipe";
+
+/// The channel a `--raw-hop` thread hands what it reads through, as deep as the requests in
+/// flight.
+const HOP: usize = 64;
 
 static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(zmq::Context::new);
 
@@ -79,6 +93,8 @@ pub struct Reader {
     address: String,
     stop: Arc<AtomicBool>,
     thread: Option<thread::JoinHandle<()>>,
+    /// With `--raw-hop router`: the task that answers.
+    answering: Option<JoinHandle<()>>,
 }
 
 impl Reader {
@@ -103,6 +119,7 @@ impl Reader {
             address,
             stop,
             thread: Some(thread),
+            answering: None,
         }
     }
 }
@@ -122,9 +139,13 @@ impl RawReader for Reader {
         })
     }
 
+    /// With `--raw-hop router`, the requests are answered by a task ([`SocketThread`]).
     async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
         let socket = socket(zmq::ROUTER);
         let address = bind(&socket);
+        if crate::raw_hops().router {
+            return router_with_a_hop(socket, address, answer);
+        }
         Self::spawn(socket, address, move |socket, frames| {
             if let [identity, _name, headers, payload] = frames.as_slice() {
                 let (headers, payload) = answer(headers, payload);
@@ -154,6 +175,9 @@ impl RawReader for Reader {
     }
 
     async fn close(mut self) {
+        if let Some(answering) = self.answering.take() {
+            answering.abort();
+        }
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
@@ -191,45 +215,257 @@ impl RawPublisher for Publisher {
     async fn close(self) {}
 }
 
-/// A DEALER that asks a ROUTER, keeping up to `window` requests in flight from one std thread.
-pub struct Asker(zmq::Socket);
+/// A DEALER that asks a ROUTER, keeping up to `window` requests in flight: from one std thread,
+/// or with `--raw-hop dealer` from a task, through the socket's thread ([`SocketThread`]).
+pub enum Asker {
+    Blocking(zmq::Socket),
+    Threaded(SocketThread, mpsc::Receiver<Vec<Vec<u8>>>),
+}
 
 impl RawAsker for Asker {
     async fn dial(address: &str) -> Self {
         let socket = socket(zmq::DEALER);
         socket.connect(address).expect("the DEALER dials");
-        tokio::task::spawn_blocking(move || {
+        let socket = tokio::task::spawn_blocking(move || {
             send_frames(&socket, &crate::request(u64::MAX));
             socket.recv_multipart(0).expect("the first answer");
-            Self(socket)
+            socket
         })
         .await
-        .expect("the DEALER connects")
+        .expect("the DEALER connects");
+        if !crate::raw_hops().dealer {
+            return Self::Blocking(socket);
+        }
+        let (thread, answers) = SocketThread::start(socket);
+        Self::Threaded(thread, answers)
     }
 
-    /// From a std thread with blocking calls.
     fn run(self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
-        tokio::task::spawn_blocking(move || {
-            let first = ids.start;
-            let total = ids.end - ids.start;
-            let mut sent_at = vec![None::<Instant>; usize::try_from(total).unwrap()];
-            let mut latencies = Vec::with_capacity(sent_at.len());
-            let mut next = ids.start;
-            while (latencies.len() as u64) < total {
-                while next < ids.end && next - first - (latencies.len() as u64) < window {
-                    sent_at[usize::try_from(next - first).unwrap()] = Some(Instant::now());
-                    send_frames(&self.0, &crate::request(next));
-                    next += 1;
+        match self {
+            Self::Blocking(socket) => tokio::task::spawn_blocking(move || {
+                let latencies = ask(
+                    ids,
+                    window,
+                    |frames| send_frames(&socket, &frames),
+                    || socket.recv_multipart(0).expect("an answer"),
+                );
+                (Self::Blocking(socket), latencies)
+            }),
+            Self::Threaded(thread, mut answers) => tokio::spawn(async move {
+                let mut latencies = Latencies::new(&ids);
+                let mut next = ids.start;
+                while !latencies.all() {
+                    while next < ids.end && latencies.in_flight(next) < window {
+                        latencies.sent(next);
+                        thread.send(crate::request(next).to_vec());
+                        next += 1;
+                    }
+                    latencies.answered(&answers.recv().await.expect("an answer"));
                 }
-                let answer = self.0.recv_multipart(0).expect("an answer");
-                let id = crate::answered(&answer[answer.len() - 1]);
-                if let Some(at) = sent_at[usize::try_from(id - first).unwrap()].take() {
-                    latencies.push(at.elapsed());
-                }
-            }
-            (self, Arc::new(latencies))
-        })
+                (Self::Threaded(thread, answers), latencies.done())
+            }),
+        }
     }
 
-    async fn close(self) {}
+    async fn close(self) {
+        if let Self::Threaded(thread, _) = self {
+            thread.stop().await;
+        }
+    }
+}
+
+/// Asks `ids`, `window` at a time, with blocking calls; answers each request's round trip.
+fn ask(
+    ids: Range<u64>,
+    window: u64,
+    send: impl Fn(Frames),
+    recv: impl Fn() -> Vec<Vec<u8>>,
+) -> Arc<Vec<Duration>> {
+    let mut latencies = Latencies::new(&ids);
+    let mut next = ids.start;
+    while !latencies.all() {
+        while next < ids.end && latencies.in_flight(next) < window {
+            latencies.sent(next);
+            send(crate::request(next));
+            next += 1;
+        }
+        latencies.answered(&recv());
+    }
+    latencies.done()
+}
+
+/// The round trips of requests `ids`, as their answers come.
+struct Latencies {
+    first: u64,
+    sent_at: Vec<Option<Instant>>,
+    taken: Vec<Duration>,
+}
+
+impl Latencies {
+    fn new(ids: &Range<u64>) -> Self {
+        let total = usize::try_from(ids.end - ids.start).unwrap();
+        Self {
+            first: ids.start,
+            sent_at: vec![None; total],
+            taken: Vec::with_capacity(total),
+        }
+    }
+
+    fn all(&self) -> bool {
+        self.taken.len() == self.sent_at.len()
+    }
+
+    /// How many are in flight once `next` is sent.
+    fn in_flight(&self, next: u64) -> u64 {
+        next - self.first - self.taken.len() as u64
+    }
+
+    fn sent(&mut self, id: u64) {
+        self.sent_at[usize::try_from(id - self.first).unwrap()] = Some(Instant::now());
+    }
+
+    fn answered(&mut self, answer: &[Vec<u8>]) {
+        let id = crate::answered(&answer[answer.len() - 1]);
+        if let Some(at) = self.sent_at[usize::try_from(id - self.first).unwrap()].take() {
+            self.taken.push(at.elapsed());
+        }
+    }
+
+    fn done(self) -> Arc<Vec<Duration>> {
+        Arc::new(self.taken)
+    }
+}
+
+/// `--raw-hop router`: the ROUTER's thread hands each request to a task, which answers through
+/// the thread.
+fn router_with_a_hop(
+    socket: zmq::Socket,
+    address: String,
+    answer: fn(&[u8], &[u8]) -> (Bytes, Bytes),
+) -> Reader {
+    let (thread, mut requests) = SocketThread::start(socket);
+    let stop = Arc::clone(&thread.shared.stop);
+    let answering = tokio::spawn(async move {
+        while let Some(frames) = requests.recv().await {
+            if let [identity, _name, headers, payload] = frames.as_slice() {
+                let (headers, payload) = answer(headers, payload);
+                thread.send(vec![
+                    Bytes::copy_from_slice(identity),
+                    Bytes::from_static(b"reply"),
+                    headers,
+                    payload,
+                ]);
+            }
+        }
+        thread.stop().await;
+    });
+    Reader {
+        address,
+        stop,
+        thread: None,
+        answering: Some(answering),
+    }
+}
+
+/// The thread-per-socket design, at its least: one std thread owns the socket and blocks in
+/// `zmq_poll` on it and on a wake-up pipe; tasks hand it what to send through a queue, waking it
+/// only while it sleeps, and take what it reads from a channel of [`HOP`]. No `ZMQ_EVENTS`
+/// query after each send, and one wake-up for as many messages as wait.
+pub struct SocketThread {
+    outbox: std_mpsc::Sender<Vec<Bytes>>,
+    wake: UnixStream,
+    shared: Arc<ThreadShared>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+struct ThreadShared {
+    /// Messages handed to the thread and not yet taken from its queue.
+    queued: AtomicUsize,
+    /// Whether the thread is, or is about to be, blocked in `zmq_poll`.
+    sleeping: AtomicBool,
+    stop: Arc<AtomicBool>,
+}
+
+impl SocketThread {
+    fn start(socket: zmq::Socket) -> (Self, mpsc::Receiver<Vec<Vec<u8>>>) {
+        let (outbox, queue) = std_mpsc::channel();
+        let (wake, woken) = UnixStream::pair().expect("a wake-up pipe");
+        woken.set_nonblocking(true).expect("a non-blocking pipe");
+        let (read, reads) = mpsc::channel(HOP);
+        let shared = Arc::new(ThreadShared {
+            queued: AtomicUsize::new(0),
+            sleeping: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
+        });
+        let driving = Arc::clone(&shared);
+        let thread = thread::spawn(move || drive(&socket, &queue, &woken, &read, &driving));
+        let this = Self {
+            outbox,
+            wake,
+            shared,
+            thread: Some(thread),
+        };
+        (this, reads)
+    }
+
+    fn send(&self, frames: Vec<Bytes>) {
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        self.outbox.send(frames).expect("the socket's thread runs");
+        if self.shared.sleeping.swap(false, Ordering::SeqCst) {
+            let _ = (&self.wake).write(&[1]);
+        }
+    }
+
+    async fn stop(mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        let _ = (&self.wake).write(&[1]);
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+/// The socket's thread: sends what is queued, hands on what is waiting, then sleeps until the
+/// socket or the pipe wakes it.
+fn drive(
+    socket: &zmq::Socket,
+    queue: &std_mpsc::Receiver<Vec<Bytes>>,
+    woken: &UnixStream,
+    read: &mpsc::Sender<Vec<Vec<u8>>>,
+    shared: &ThreadShared,
+) {
+    let mut drained = [0_u8; 64];
+    while !shared.stop.load(Ordering::SeqCst) {
+        while let Ok(frames) = queue.try_recv() {
+            shared.queued.fetch_sub(1, Ordering::SeqCst);
+            send_frames(socket, &frames);
+        }
+        let mut any = false;
+        loop {
+            match socket.recv_multipart(zmq::DONTWAIT) {
+                Ok(frames) => {
+                    if read.blocking_send(frames).is_err() {
+                        return;
+                    }
+                    any = true;
+                }
+                Err(zmq::Error::EINTR) => {}
+                Err(zmq::Error::EAGAIN) => break,
+                Err(_) => return,
+            }
+        }
+        if any {
+            continue;
+        }
+        shared.sleeping.store(true, Ordering::SeqCst);
+        if shared.queued.load(Ordering::SeqCst) == 0 {
+            let mut items = [
+                socket.as_poll_item(zmq::POLLIN),
+                zmq::PollItem::from_fd(woken.as_raw_fd(), zmq::POLLIN),
+            ];
+            let _ = zmq::poll(&mut items, 50);
+        }
+        shared.sleeping.store(false, Ordering::SeqCst);
+        while matches!((&*woken).read(&mut drained), Ok(n) if n > 0) {}
+    }
 }

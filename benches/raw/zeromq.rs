@@ -23,6 +23,10 @@ use crate::{Frames, RawAsker, RawPublisher, RawPusher, RawReader, Work};
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw `zeromq` 0.7 sockets, one tokio task each";
 
+/// What `--raw-hop router` and `--raw-hop dealer` give the raw side.
+pub const HOP_ROUTER: &str = "the ROUTER's requests handed to a second task";
+pub const HOP_DEALER: &str = "the DEALER's answers read by a task of their own";
+
 /// The channel a `--raw-hop` hand-off goes through, as deep as the requests in flight.
 const HOP: usize = 64;
 
