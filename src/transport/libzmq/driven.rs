@@ -6,15 +6,15 @@
 //! before every wait, since a send or a receive can change it without a signal.
 //!
 //! A send from another task ([`Sending`]) can take in the very signal the driving task waits
-//! for, so the sender looks at what the socket can do afterwards, and nudges the driving task
-//! when that is what it waits for. libzmq allows a socket to move between threads behind a
+//! for, so the sender nudges the driving task, which asks the socket once for every send made
+//! before it asks. libzmq allows a socket to move between threads behind a
 //! full memory barrier: a mutex around it is one.
 
 use std::{
     os::fd::{AsRawFd, RawFd},
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicI16, Ordering},
+        atomic::{AtomicBool, AtomicI16, Ordering},
     },
 };
 
@@ -32,6 +32,8 @@ struct Shared {
     socket: Mutex<Option<zmq::Socket>>,
     /// The events the driving task is waiting for, as `PollEvents` bits; none while it is not.
     waits_for: AtomicI16,
+    /// Whether a sender nudged the driving task, which has not yet asked the socket since.
+    nudged: AtomicBool,
     nudge: Notify,
 }
 
@@ -83,6 +85,7 @@ impl Driven {
         let shared = Arc::new(Shared {
             socket: Mutex::new(Some(socket)),
             waits_for: AtomicI16::new(0),
+            nudged: AtomicBool::new(false),
             nudge: Notify::new(),
         });
         // Registering a raw descriptor is sound only while it stays open: the socket closes
@@ -111,7 +114,8 @@ impl Driven {
             .store(wanted.bits(), Ordering::SeqCst);
         let events = loop {
             // Asking also takes in what libzmq signalled, so a signal that comes after this
-            // wakes the wait below.
+            // wakes the wait below; it covers every send made before it.
+            self.shared().nudged.store(false, Ordering::SeqCst);
             if let Ok(events) = self.shared().with(zmq::Socket::get_events)
                 && events.intersects(wanted)
             {
@@ -165,15 +169,14 @@ impl Sending {
     /// `ETERM` once the driving task closed the socket.
     pub(super) fn try_send(&self, frames: &Frames) -> Result<bool, zmq::Error> {
         let Self(shared) = self;
-        let (sent, events) = shared.with(|socket| {
-            let sent = send_now(socket, frames);
-            Ok((sent, socket.get_events()))
-        })?;
-        // The send may have taken in the signal the driving task waits on: if the socket can
-        // now do what that task waits for, tell it so.
-        let waits_for =
-            zmq::PollEvents::from_bits_truncate(shared.waits_for.load(Ordering::SeqCst));
-        if events.map_or(true, |events| events.intersects(waits_for)) {
+        let sent = shared.with(|socket| Ok(send_now(socket, frames)))?;
+        // The send, refused or not, may have taken in the signal the driving task waits on, so
+        // that task is nudged to ask the socket: once for all the sends made before it asks,
+        // where asking here would cost two system calls a send. Not while it is not waiting,
+        // since it asks before it waits.
+        if shared.waits_for.load(Ordering::SeqCst) != 0
+            && !shared.nudged.swap(true, Ordering::SeqCst)
+        {
             shared.nudge.notify_one();
         }
         sent
