@@ -162,8 +162,13 @@
 //!    [`libzmq`] (the brokers pinned to each backend, and libzmq's own settings).
 //! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
 //!    no other module names it.
-// One call outside safe Rust, argued where it is: `transport::libzmq::seed`.
+// Two calls outside safe Rust, each argued where it is (`transport::libzmq::seed`, and the
+// registration in `transport::libzmq::driven`); each must say why it is safe, alone in its block.
 #![deny(unsafe_code)]
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::multiple_unsafe_ops_per_block
+)]
 #![warn(missing_docs)]
 
 // The README's Rust snippets, compiled and run as doc tests.
