@@ -17,6 +17,7 @@ use crate::{
     endpoint::{Bound, Mechanism, Side, ZmqEndpoint},
     error::ZmqError,
     intake::Inbox,
+    lane::LaneKey,
     message::ZmqMessage,
     monitor::ZmqMonitor,
     pattern::PatternFacts,
@@ -217,6 +218,23 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
         self
     }
 
+    /// The header its subscriptions' deliveries are keyed by under `workers(n, by_key)`
+    /// ([`PARTITION_KEY_HEADER`](crate::PARTITION_KEY_HEADER) unless set); a subscription
+    /// may name its own ([`Subscription::partition_header`](crate::Subscription::partition_header)).
+    ///
+    /// ```
+    /// use ruststream_zmq::prelude::*;
+    ///
+    /// // Each account's payments run in order; different accounts' run side by side.
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).partition_header("account");
+    /// # let _ = broker;
+    /// ```
+    #[must_use]
+    pub fn partition_header(mut self, header: &'static str) -> Self {
+        self.settings.lane_key = LaneKey::Header(header);
+        self
+    }
+
     /// A handle on the live figures of this broker: its bound address, its refusals.
     #[must_use]
     pub fn monitor(&self) -> ZmqMonitor {
@@ -253,6 +271,18 @@ impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
     #[must_use]
     pub fn monitor(&self) -> ZmqMonitor {
         self.connection.monitor().clone()
+    }
+}
+
+impl<S: Side, B: Backend> ZmqBroker<RpcKind, S, B> {
+    /// Keys each request by the identity of the requester that sent it, rather than by a
+    /// header: under `workers(n, by_key)` one requester's requests run one after another, in
+    /// the order it sent them, and different requesters' side by side. A responder may say so
+    /// for itself ([`Responder::partition_by_requester`](crate::Subscription::partition_by_requester)).
+    #[must_use]
+    pub fn partition_by_requester(mut self) -> Self {
+        self.settings.lane_key = LaneKey::Requester;
+        self
     }
 }
 
@@ -331,9 +361,10 @@ impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
         name: &str,
         tuning: Tuning,
     ) -> Result<P::Subscriber, ZmqError> {
-        let (read_ahead, batch_wait) = self.connection.settings().tuned(tuning);
+        let settings = self.connection.settings();
+        let (read_ahead, batch_wait) = settings.tuned(tuning);
         self.connection
-            .subscribe(name, read_ahead)
+            .subscribe(name, read_ahead, settings.lane_key(tuning))
             .await
             .map(|inbox| P::subscriber(inbox, batch_wait))
     }

@@ -17,6 +17,7 @@ use tokio::{
 use crate::{
     error::ZmqError,
     intake::{Inbox, Intake, Probe, Reading, pump},
+    lane::LaneKey,
     monitor::ZmqMonitor,
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
@@ -156,13 +157,14 @@ impl Connection {
         &self,
         subscription: &str,
         read_ahead: usize,
+        lane: LaneKey,
     ) -> Result<Inbox, ZmqError> {
         self.ensure_open("a subscription")?;
         let holds = self.facts.holds_the_endpoint(self.binds);
         if holds {
             self.claim(subscription)?;
         }
-        let opened = self.open(subscription, read_ahead).await;
+        let opened = self.open(subscription, read_ahead, lane).await;
         if opened.is_err() && holds {
             *self.held() = Held::default();
         }
@@ -183,7 +185,12 @@ impl Connection {
         Ok(())
     }
 
-    async fn open(&self, subscription: &str, read_ahead: usize) -> Result<Inbox, ZmqError> {
+    async fn open(
+        &self,
+        subscription: &str,
+        read_ahead: usize,
+        lane: LaneKey,
+    ) -> Result<Inbox, ZmqError> {
         let facts = self.facts;
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
         let probe = (self.binds && facts.filters_by_prefix()).then(|| Probe::new(subscription));
@@ -199,7 +206,7 @@ impl Connection {
             return Err(shut);
         }
         self.note_opened(subscription, address.as_deref());
-        let intake = self.intake(subscription, address.as_deref());
+        let intake = self.intake(subscription, address.as_deref(), lane);
         let socket = self.start_reading(source, probe.clone());
         let inbox = Inbox::new(frames_rx, socket, intake);
         if let (Some(probe), Some(address)) = (probe, address) {
@@ -272,7 +279,7 @@ impl Connection {
     }
 
     /// How the subscription's messages are read and refused.
-    fn intake(&self, subscription: &str, address: Option<&str>) -> Intake {
+    fn intake(&self, subscription: &str, address: Option<&str>, lane: LaneKey) -> Intake {
         let facts = self.facts;
         Intake {
             subscription: Str::from(subscription.to_owned()),
@@ -285,6 +292,7 @@ impl Connection {
                 }
             },
             limits: self.settings.limits,
+            lane,
             monitor: self.monitor.clone(),
             refusals: Mutex::new(Throttle::new(Refusal::RULES)),
         }

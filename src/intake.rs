@@ -18,6 +18,7 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
+    lane::LaneKey,
     message::ZmqMessage,
     monitor::ZmqMonitor,
     throttle::{Say, Throttle},
@@ -104,6 +105,8 @@ pub(crate) struct Intake {
     pub(crate) endpoint: Arc<str>,
     pub(crate) reading: Reading,
     pub(crate) limits: WireLimits,
+    /// What its deliveries' partition key is read from.
+    pub(crate) lane: LaneKey,
     pub(crate) monitor: ZmqMonitor,
     /// One warning a burst of refusals by the same rule.
     pub(crate) refusals: Mutex<Throttle<&'static str>>,
@@ -131,6 +134,7 @@ impl Intake {
                 inbound,
                 Arc::clone(&self.endpoint),
                 requester,
+                self.lane,
                 release,
             )),
             Err(refusal) => {

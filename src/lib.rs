@@ -44,7 +44,8 @@
 //! `lifecycle::shared_handle_closes`, `retry::redelivery_address` (descriptors and the bare
 //! name), `settlement::suite`, `settlement::matches_in_process`,
 //! `in_process::backlog_matches_server`, `in_process::refuses_like_the_server`,
-//! `capabilities::batches` and `capabilities::request_reply`; and, under the `asyncapi`
+//! `capabilities::batches`, `capabilities::request_reply` and `message_shape::keyed_order`
+//! (keys in the `zmq-partition-key` header); and, under the `asyncapi`
 //! feature, `harness::describes_without_credentials`,
 //! `message_shape::publishes_without_credentials` and
 //! `message_shape::describes_addresses_without_credentials` (an address typed with user
@@ -58,8 +59,20 @@
 //! - `message_shape::publish_options`: the publishers have no per-message options
 //!   (`Options = ()`), so there is no override to check.
 //! - `retry::broker_moves`, `capabilities::transactions`, `owned_transactions`, `seeking`,
-//!   `batch_seeking`, `carries`, `carries_batch`, `message_shape::keyed_order`: the transport
-//!   has none of these capabilities, and the crate emulates none.
+//!   `batch_seeking`, `carries`, `carries_batch`: the transport has none of these capabilities,
+//!   and the crate emulates none.
+//!
+//! # Keyed worker lanes
+//!
+//! `workers(n, by_key)` lanes deliveries by [`IncomingMessage::partition_key`](ruststream::IncomingMessage::partition_key).
+//! ZeroMQ has no partitions, so, as `ruststream-nats` (`nats-partition-key`) and
+//! `ruststream-fred` (`redis-partition-key`) do, the key is a header the sender sets:
+//! [`PARTITION_KEY_HEADER`] (`zmq-partition-key`) unless the broker or the subscription names
+//! another (`partition_header`). A responder can key each request by its requester's identity
+//! instead (`partition_by_requester`), so that one requester's requests run in the order it
+//! sent them; that choice on the subscription is the shape `ruststream-rdkafka`'s `LaneKey`
+//! gives its record key. `ZmqMessage` implements `Partitioned` with the same key, as the
+//! sister crates' deliveries do.
 //!
 //! # Metrics
 //!
@@ -135,7 +148,8 @@
 //! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side and
 //!    mechanism typestates), `curve` (feature `libzmq`: CURVE keys, and the endpoint's CURVE
 //!    steps; imports `endpoint`),
-//!    `host` (this host's names, for the loop-back rule), `throttle` (one log line a burst of
+//!    `host` (this host's names, for the loop-back rule), `lane` (what a delivery's partition
+//!    key is read from), `throttle` (one log line a burst of
 //!    refusals), `monitor` (live figures), then
 //!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
 //!    `monitor`).
@@ -190,6 +204,7 @@ mod endpoint;
 mod error;
 mod host;
 mod intake;
+mod lane;
 #[cfg(feature = "libzmq")]
 pub mod libzmq;
 mod message;
@@ -229,6 +244,7 @@ pub use endpoint::{
     Bound, Dialing, Mechanism, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,
 };
 pub use error::{SocketFault, ZmqError};
+pub use lane::PARTITION_KEY_HEADER;
 pub use message::ZmqMessage;
 pub use monitor::ZmqMonitor;
 pub use publish::{ZmqPublish, ZmqPublisher};

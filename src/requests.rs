@@ -21,6 +21,7 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
+    lane::LaneKey,
     message::ZmqMessage,
     monitor::ZmqMonitor,
     pattern::Role,
@@ -257,7 +258,13 @@ impl Matcher {
 
     fn hand(&self, Received { frames, release }: Received) {
         let answer = match wire::decode(&frames, &self.limits, None) {
-            Ok(answer) => ZmqMessage::new(answer, Arc::clone(&self.from), None, release),
+            Ok(answer) => ZmqMessage::new(
+                answer,
+                Arc::clone(&self.from),
+                None,
+                LaneKey::default(),
+                release,
+            ),
             Err(refusal) => {
                 self.monitor.count_refusal(ANSWERS_LABEL, &refusal);
                 self.warn(&refusal);

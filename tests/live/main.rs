@@ -46,6 +46,7 @@ mod on_zeromq {
     mod exposure;
     mod fanout;
     mod fleet;
+    mod keyed;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
@@ -88,6 +89,7 @@ mod on_libzmq {
     mod exposure;
     mod fanout;
     mod fleet;
+    mod keyed;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
