@@ -18,7 +18,7 @@ use crate::{
     error::ZmqError,
     intake::{Inbox, Intake, Probe, Reading, pump},
     lane::LaneKey,
-    monitor::ZmqMonitor,
+    monitor::{SocketFigures, SocketUse, ZmqMonitor},
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
     requests::RequestChannel,
@@ -197,7 +197,8 @@ impl Connection {
         // `read_ahead` messages wait for the subscriber before the socket stops being read (and
         // the socket's own queue takes the pressure).
         let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
-        let (source, address) = self.open_source(subscription, frames_tx).await?;
+        let figures = self.monitor.socket(SocketUse::Subscription, &self.endpoint);
+        let (source, address) = self.open_source(subscription, frames_tx, &figures).await?;
         // A shutdown that came while the socket opened closes it before anyone can dial in.
         if let Err(shut) = self.ensure_open("a subscription") {
             if let Source::Socket(reader, _) = source {
@@ -206,8 +207,8 @@ impl Connection {
             return Err(shut);
         }
         self.note_opened(subscription, address.as_deref());
-        let intake = self.intake(subscription, address.as_deref(), lane);
-        let socket = self.start_reading(source, probe.clone());
+        let intake = self.intake(subscription, address.as_deref(), lane, &figures);
+        let socket = self.start_reading(source, probe.clone(), figures);
         let inbox = Inbox::new(frames_rx, socket, intake);
         if let (Some(probe), Some(address)) = (probe, address) {
             self.outbound
@@ -225,6 +226,7 @@ impl Connection {
         &self,
         subscription: &str,
         frames_tx: mpsc::Sender<Received>,
+        figures: &Arc<SocketFigures>,
     ) -> Result<(Source, Option<String>), ZmqError> {
         let role = self.facts.reads_with;
         if self.facts.answers_requests {
@@ -234,12 +236,13 @@ impl Connection {
                     role,
                     &self.endpoint,
                     self.binds,
-                    Inbound::Channel(frames_tx),
+                    Inbound::Channel(frames_tx, Arc::clone(figures)),
                     self.shutdown.subscribe(),
                 )
                 .await?;
             self.spawn(started.task);
-            self.outbound.answer_through(started.sender);
+            self.outbound
+                .answer_through(started.sender, Arc::clone(figures));
             return Ok((Source::Requests(started.reader), address));
         }
         let topics = self.facts.topics(subscription);
@@ -279,7 +282,13 @@ impl Connection {
     }
 
     /// How the subscription's messages are read and refused.
-    fn intake(&self, subscription: &str, address: Option<&str>, lane: LaneKey) -> Intake {
+    fn intake(
+        &self,
+        subscription: &str,
+        address: Option<&str>,
+        lane: LaneKey,
+        figures: &Arc<SocketFigures>,
+    ) -> Intake {
         let facts = self.facts;
         Intake {
             subscription: Str::from(subscription.to_owned()),
@@ -294,6 +303,7 @@ impl Connection {
             limits: self.settings.limits,
             lane,
             monitor: self.monitor.clone(),
+            figures: Arc::clone(figures),
             refusals: Mutex::new(Throttle::new(Refusal::RULES)),
         }
     }
@@ -301,7 +311,12 @@ impl Connection {
     /// Starts reading the socket: answers its reading end where the subscription reads it
     /// itself (the backend allows, and no probe has to be listened for among its messages),
     /// else spawns the task that reads it.
-    fn start_reading(&self, source: Source, probe: Option<Probe>) -> Option<ReadingEnd> {
+    fn start_reading(
+        &self,
+        source: Source,
+        probe: Option<Probe>,
+        figures: Arc<SocketFigures>,
+    ) -> Option<ReadingEnd> {
         let (reader, frames_tx) = match source {
             Source::Socket(reader, frames_tx) => (reader, frames_tx),
             Source::Requests(socket) => return socket,
@@ -317,7 +332,7 @@ impl Connection {
             }
             HandOver::Kept(reader) => {
                 let shutdown = self.shutdown.subscribe();
-                self.spawn(pump(reader, probe, frames_tx, shutdown));
+                self.spawn(pump(reader, probe, frames_tx, figures, shutdown));
                 None
             }
         }

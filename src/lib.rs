@@ -74,6 +74,17 @@
 //! gives its record key. `ZmqMessage` implements `Partitioned` with the same key, as the
 //! sister crates' deliveries do.
 //!
+//! # Shutdown
+//!
+//! `ConnectedBroker::shutdown` answers a [`ClosedZmqBroker`], the shape of `ruststream-nats`'s
+//! `ClosedNatsBroker` and `ruststream-fred`'s `ClosedRedisBroker`: plain data, no surface. It
+//! lists each socket the broker opened ([`SocketSummary`]: what for, the endpoint, messages sent
+//! and received) with the peers its sockets saw, and counts what at most once makes the figure
+//! that matters: messages a subscription had read ahead of its handler, lost when it closed
+//! ([`ClosedZmqBroker::unhandled`]). Those are counted from the read-ahead queue as it is
+//! dropped, and from a socket's task when it read one the subscription was gone for. The
+//! runtime drops what `shutdown` answers, so the broker also logs it (`closed`, at info).
+//!
 //! # Metrics
 //!
 //! Two layers count, and each counts what only it can see:
@@ -233,8 +244,8 @@ compile_error!(
 );
 
 pub use broker::{
-    ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, OneWay,
-    Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
+    ClosedZmqBroker, ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc,
+    FanoutKind, OneWay, Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
 };
 pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
 #[cfg(feature = "libzmq")]
@@ -246,7 +257,7 @@ pub use endpoint::{
 pub use error::{SocketFault, ZmqError};
 pub use lane::PARTITION_KEY_HEADER;
 pub use message::ZmqMessage;
-pub use monitor::ZmqMonitor;
+pub use monitor::{SocketSummary, SocketUse, ZmqMonitor};
 pub use publish::{ZmqPublish, ZmqPublisher};
 pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};
 pub use subscription::{

@@ -41,6 +41,7 @@ mod on_zeromq {
 
     // The topics: the same list in both backends' modules.
     mod batches;
+    mod closed;
     mod context;
     mod dropped_broker;
     mod exposure;
@@ -84,6 +85,7 @@ mod on_libzmq {
 
     // The topics: the same list in both backends' modules.
     mod batches;
+    mod closed;
     mod context;
     mod dropped_broker;
     mod exposure;
