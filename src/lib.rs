@@ -85,6 +85,16 @@
 //! dropped, and from a socket's task when it read one the subscription was gone for. The
 //! runtime drops what `shutdown` answers, so the broker also logs it (`closed`, at info).
 //!
+//! # Readiness
+//!
+//! The runtime's `HealthProbe` says whether the service runs and its subscriptions consume, not
+//! whether a dialing socket has a peer. [`Readiness`] adds that from the brokers'
+//! [`ZmqMonitor::peers_connected`]: ready while the service runs, every subscription consumes,
+//! and each broker named with `needs_peer` has a peer; else [`NotReady`] says why.
+//! `ruststream-nats` and `ruststream-fred` ship no readiness type to follow, so it takes the
+//! shape of the runtime's own `/readyz` example over `HealthProbe` (running, and every
+//! subscription active), adding the peers; `examples/healthz.rs` serves it on `/healthz`.
+//!
 //! # Metrics
 //!
 //! Two layers count, and each counts what only it can see:
@@ -183,7 +193,8 @@
 //! 5. **Connection**: `outbound` (writers, sends, answers), then `connection` (who holds the
 //!    endpoint, subscribe, publish, shutdown).
 //! 6. **What a service uses**: `context` (what a handler reads of its delivery), `delivery`
-//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`, then [`zeromq`] and
+//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`, `readiness` (the runtime's
+//!    health probe with the monitors' peers), then [`zeromq`] and
 //!    [`libzmq`] (the brokers pinned to each backend, and libzmq's own settings).
 //! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
 //!    no other module names it.
@@ -225,6 +236,7 @@ mod monitor;
 mod outbound;
 mod pattern;
 mod publish;
+mod readiness;
 mod requests;
 pub mod routing;
 mod rpc;
@@ -259,6 +271,7 @@ pub use lane::PARTITION_KEY_HEADER;
 pub use message::ZmqMessage;
 pub use monitor::{SocketSummary, SocketUse, ZmqMonitor};
 pub use publish::{ZmqPublish, ZmqPublisher};
+pub use readiness::{NotReady, Readiness};
 pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};
 pub use subscription::{
     FanoutSubscription, OutRetry, QueueSubscription, Responder, Subscription, Tune, TuneStep,

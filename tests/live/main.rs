@@ -54,6 +54,7 @@ mod on_zeromq {
     mod queue_lifecycle;
     mod queue_settlement;
     mod queue_wire;
+    mod readiness;
     mod requester;
     mod rpc;
     mod start_live;
@@ -98,6 +99,7 @@ mod on_libzmq {
     mod queue_lifecycle;
     mod queue_settlement;
     mod queue_wire;
+    mod readiness;
     mod requester;
     mod rpc;
     mod start_live;
