@@ -197,7 +197,7 @@ impl Connection {
         // `read_ahead` messages wait for the subscriber before the socket stops being read (and
         // the socket's own queue takes the pressure).
         let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
-        let figures = self.monitor.socket(SocketUse::Subscription, &self.endpoint);
+        let figures = self.monitor.socket(SocketUse::Subscriber, &self.endpoint);
         let (source, address) = self.open_source(subscription, frames_tx, &figures).await?;
         // A shutdown that came while the socket opened closes it before anyone can dial in.
         if let Err(shut) = self.ensure_open("a subscription") {

@@ -270,7 +270,7 @@ impl ZmqMonitor {
 pub enum SocketUse {
     /// A subscription's socket (on a responder, also the one its answers leave through).
     #[default]
-    Subscription,
+    Subscriber,
     /// A socket publishes leave through (retry copies and dead letters too), one per endpoint.
     Publisher,
     /// The requester's socket: requests out, answers in.

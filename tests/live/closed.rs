@@ -40,7 +40,7 @@ async fn shutdown_counts_what_was_read_and_never_handed_to_a_handler() {
 
     assert_eq!(closed.sockets().len(), 1, "{closed:?}");
     let socket = &closed.sockets()[0];
-    assert_eq!(socket.what(), SocketUse::Subscription);
+    assert_eq!(socket.what(), SocketUse::Subscriber);
     assert_eq!(socket.endpoint(), address);
     assert_eq!(socket.received(), SENT);
     assert_eq!(socket.unhandled(), SENT - HANDLED as u64, "{closed:?}");
