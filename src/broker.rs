@@ -17,8 +17,9 @@ use crate::{
     endpoint::{Bound, Mechanism, Side, ZmqEndpoint},
     error::ZmqError,
     intake::Inbox,
+    lane::LaneKey,
     message::ZmqMessage,
-    monitor::ZmqMonitor,
+    monitor::{SocketSummary, ZmqMonitor},
     pattern::PatternFacts,
     publish::{ZmqPublish, ZmqPublisher},
     routing::LocalHost,
@@ -217,6 +218,23 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
         self
     }
 
+    /// The header its subscriptions' deliveries are keyed by under `workers(n, by_key)`
+    /// ([`PARTITION_KEY_HEADER`](crate::PARTITION_KEY_HEADER) unless set); a subscription
+    /// may name its own ([`Subscription::partition_header`](crate::Subscription::partition_header)).
+    ///
+    /// ```
+    /// use ruststream_zmq::prelude::*;
+    ///
+    /// // Each account's payments run in order; different accounts' run side by side.
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).partition_header("account");
+    /// # let _ = broker;
+    /// ```
+    #[must_use]
+    pub fn partition_header(mut self, header: &'static str) -> Self {
+        self.settings.lane_key = LaneKey::Header(header);
+        self
+    }
+
     /// A handle on the live figures of this broker: its bound address, its refusals.
     #[must_use]
     pub fn monitor(&self) -> ZmqMonitor {
@@ -253,6 +271,18 @@ impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
     #[must_use]
     pub fn monitor(&self) -> ZmqMonitor {
         self.connection.monitor().clone()
+    }
+}
+
+impl<S: Side, B: Backend> ZmqBroker<RpcKind, S, B> {
+    /// Keys each request by the identity of the requester that sent it, rather than by a
+    /// header: under `workers(n, by_key)` one requester's requests run one after another, in
+    /// the order it sent them, and different requesters' side by side. A responder may say so
+    /// for itself ([`Responder::partition_by_requester`](crate::Subscription::partition_by_requester)).
+    #[must_use]
+    pub fn partition_by_requester(mut self) -> Self {
+        self.settings.lane_key = LaneKey::Requester;
+        self
     }
 }
 
@@ -313,13 +343,98 @@ impl<P: Pattern, S: Side, B: Backend> ruststream::DescribeServer for ZmqBroker<P
 
 impl<P: Pattern, S: Side> ConnectedBroker for ConnectedZmq<P, S> {
     type Error = ZmqError;
-    type Closed = ();
+    type Closed = ClosedZmqBroker;
 
     /// Closes every socket (a bound port is free again when this returns) and ends every task;
-    /// publishers made before answer [`ZmqError::ShutDown`] afterwards.
-    async fn shutdown(self) -> Result<(), ZmqError> {
+    /// publishers made before answer [`ZmqError::ShutDown`] afterwards. Answers what the
+    /// sockets did, and logs it (the runtime keeps no closed broker).
+    async fn shutdown(self) -> Result<ClosedZmqBroker, ZmqError> {
         self.connection.shutdown().await;
-        Ok(())
+        let monitor = self.connection.monitor();
+        let closed = ClosedZmqBroker {
+            endpoint: monitor.endpoint().to_owned(),
+            sockets: monitor.sockets(),
+            peers_seen: monitor.peers_seen(),
+        };
+        tracing::info!(
+            endpoint = %closed.endpoint,
+            sent = closed.messages_sent(),
+            received = closed.messages_received(),
+            unhandled = closed.unhandled(),
+            peers_seen = closed.peers_seen,
+            "closed"
+        );
+        Ok(closed)
+    }
+}
+
+/// What a [`ConnectedZmq`] did, as its [`shutdown`](ConnectedBroker::shutdown) answers it: the
+/// terminal witness, with no publish or subscribe surface, as `ruststream-nats`'s
+/// `ClosedNatsBroker` and `ruststream-fred`'s `ClosedRedisBroker` are. It counts what each socket
+/// sent and received, the peers the sockets saw, and what was read and never handed to a
+/// handler: at most once, what a subscription had read ahead of its handler when it closed is
+/// lost, and [`unhandled`](Self::unhandled) says how much.
+///
+/// A subscription closes when the framework ends its dispatch loop, which the runtime does
+/// before it shuts its brokers down; a subscriber still held elsewhere at shutdown keeps what it
+/// read, and counts it only when it is dropped (on the [`ZmqMonitor`]'s sockets, not here).
+///
+/// ```
+/// use ruststream::{Broker, ConnectedBroker};
+/// use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ruststream_zmq::ZmqError> {
+/// let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).connect().await?;
+/// let closed = connected.shutdown().await?;
+/// assert_eq!((closed.messages_sent(), closed.unhandled()), (0, 0));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedZmqBroker {
+    endpoint: String,
+    sockets: Vec<SocketSummary>,
+    peers_seen: u64,
+}
+
+impl ClosedZmqBroker {
+    /// The endpoint the broker was configured with, without user information.
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Each socket the broker opened, in the order it opened them.
+    #[must_use]
+    pub fn sockets(&self) -> &[SocketSummary] {
+        &self.sockets
+    }
+
+    /// How many messages left through its sockets: publishes, retry copies, dead letters,
+    /// answers and requests.
+    #[must_use]
+    pub fn messages_sent(&self) -> u64 {
+        self.sockets.iter().map(SocketSummary::sent).sum()
+    }
+
+    /// How many messages its sockets read, refused and unhandled ones included.
+    #[must_use]
+    pub fn messages_received(&self) -> u64 {
+        self.sockets.iter().map(SocketSummary::received).sum()
+    }
+
+    /// How many messages were read and never handed to a handler: they waited for a
+    /// subscription when it closed.
+    #[must_use]
+    pub fn unhandled(&self) -> u64 {
+        self.sockets.iter().map(SocketSummary::unhandled).sum()
+    }
+
+    /// How many peer connections its sockets made, reconnections counted.
+    #[must_use]
+    pub const fn peers_seen(&self) -> u64 {
+        self.peers_seen
     }
 }
 
@@ -331,9 +446,10 @@ impl<P: Pattern, S: Side> ConnectedZmq<P, S> {
         name: &str,
         tuning: Tuning,
     ) -> Result<P::Subscriber, ZmqError> {
-        let (read_ahead, batch_wait) = self.connection.settings().tuned(tuning);
+        let settings = self.connection.settings();
+        let (read_ahead, batch_wait) = settings.tuned(tuning);
         self.connection
-            .subscribe(name, read_ahead)
+            .subscribe(name, read_ahead, settings.lane_key(tuning))
             .await
             .map(|inbox| P::subscriber(inbox, batch_wait))
     }

@@ -17,7 +17,8 @@ use tokio::{
 use crate::{
     error::ZmqError,
     intake::{Inbox, Intake, Probe, Reading, pump},
-    monitor::ZmqMonitor,
+    lane::LaneKey,
+    monitor::{SocketFigures, SocketUse, ZmqMonitor},
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
     requests::RequestChannel,
@@ -156,13 +157,14 @@ impl Connection {
         &self,
         subscription: &str,
         read_ahead: usize,
+        lane: LaneKey,
     ) -> Result<Inbox, ZmqError> {
         self.ensure_open("a subscription")?;
         let holds = self.facts.holds_the_endpoint(self.binds);
         if holds {
             self.claim(subscription)?;
         }
-        let opened = self.open(subscription, read_ahead).await;
+        let opened = self.open(subscription, read_ahead, lane).await;
         if opened.is_err() && holds {
             *self.held() = Held::default();
         }
@@ -183,14 +185,20 @@ impl Connection {
         Ok(())
     }
 
-    async fn open(&self, subscription: &str, read_ahead: usize) -> Result<Inbox, ZmqError> {
+    async fn open(
+        &self,
+        subscription: &str,
+        read_ahead: usize,
+        lane: LaneKey,
+    ) -> Result<Inbox, ZmqError> {
         let facts = self.facts;
         // A bound fan-out's own publisher must be heard before the subscription counts as open.
         let probe = (self.binds && facts.filters_by_prefix()).then(|| Probe::new(subscription));
         // `read_ahead` messages wait for the subscriber before the socket stops being read (and
         // the socket's own queue takes the pressure).
         let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
-        let (source, address) = self.open_source(subscription, frames_tx).await?;
+        let figures = self.monitor.socket(SocketUse::Subscriber, &self.endpoint);
+        let (source, address) = self.open_source(subscription, frames_tx, &figures).await?;
         // A shutdown that came while the socket opened closes it before anyone can dial in.
         if let Err(shut) = self.ensure_open("a subscription") {
             if let Source::Socket(reader, _) = source {
@@ -199,8 +207,8 @@ impl Connection {
             return Err(shut);
         }
         self.note_opened(subscription, address.as_deref());
-        let intake = self.intake(subscription, address.as_deref());
-        let socket = self.start_reading(source, probe.clone());
+        let intake = self.intake(subscription, address.as_deref(), lane, &figures);
+        let socket = self.start_reading(source, probe.clone(), figures);
         let inbox = Inbox::new(frames_rx, socket, intake);
         if let (Some(probe), Some(address)) = (probe, address) {
             self.outbound
@@ -218,6 +226,7 @@ impl Connection {
         &self,
         subscription: &str,
         frames_tx: mpsc::Sender<Received>,
+        figures: &Arc<SocketFigures>,
     ) -> Result<(Source, Option<String>), ZmqError> {
         let role = self.facts.reads_with;
         if self.facts.answers_requests {
@@ -227,12 +236,13 @@ impl Connection {
                     role,
                     &self.endpoint,
                     self.binds,
-                    Inbound::Channel(frames_tx),
+                    Inbound::Channel(frames_tx, Arc::clone(figures)),
                     self.shutdown.subscribe(),
                 )
                 .await?;
             self.spawn(started.task);
-            self.outbound.answer_through(started.sender);
+            self.outbound
+                .answer_through(started.sender, Arc::clone(figures));
             return Ok((Source::Requests(started.reader), address));
         }
         let topics = self.facts.topics(subscription);
@@ -272,7 +282,13 @@ impl Connection {
     }
 
     /// How the subscription's messages are read and refused.
-    fn intake(&self, subscription: &str, address: Option<&str>) -> Intake {
+    fn intake(
+        &self,
+        subscription: &str,
+        address: Option<&str>,
+        lane: LaneKey,
+        figures: &Arc<SocketFigures>,
+    ) -> Intake {
         let facts = self.facts;
         Intake {
             subscription: Str::from(subscription.to_owned()),
@@ -285,7 +301,9 @@ impl Connection {
                 }
             },
             limits: self.settings.limits,
+            lane,
             monitor: self.monitor.clone(),
+            figures: Arc::clone(figures),
             refusals: Mutex::new(Throttle::new(Refusal::RULES)),
         }
     }
@@ -293,7 +311,12 @@ impl Connection {
     /// Starts reading the socket: answers its reading end where the subscription reads it
     /// itself (the backend allows, and no probe has to be listened for among its messages),
     /// else spawns the task that reads it.
-    fn start_reading(&self, source: Source, probe: Option<Probe>) -> Option<ReadingEnd> {
+    fn start_reading(
+        &self,
+        source: Source,
+        probe: Option<Probe>,
+        figures: Arc<SocketFigures>,
+    ) -> Option<ReadingEnd> {
         let (reader, frames_tx) = match source {
             Source::Socket(reader, frames_tx) => (reader, frames_tx),
             Source::Requests(socket) => return socket,
@@ -309,7 +332,7 @@ impl Connection {
             }
             HandOver::Kept(reader) => {
                 let shutdown = self.shutdown.subscribe();
-                self.spawn(pump(reader, probe, frames_tx, shutdown));
+                self.spawn(pump(reader, probe, frames_tx, figures, shutdown));
                 None
             }
         }

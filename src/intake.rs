@@ -18,8 +18,9 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
+    lane::LaneKey,
     message::ZmqMessage,
-    monitor::ZmqMonitor,
+    monitor::{SocketFigures, ZmqMonitor},
     throttle::{Say, Throttle},
     transport::{Reader, ReadingEnd, Received, stopped},
     wire::{Refusal, WireLimits, decode, decode_request},
@@ -70,8 +71,12 @@ impl Subscriber for Inbox {
             loop {
                 // A refused message is passed over; the channel's (or the socket's) budget ends a
                 // long run of them.
+                // What the socket's own task read was counted as it handed it on; what this
+                // subscription reads itself is counted here.
                 let next = match &mut self.socket {
-                    Some(socket) => socket.poll_recv(cx),
+                    Some(socket) => socket
+                        .poll_recv(cx)
+                        .map(|read| read.inspect(|_| self.intake.figures.count_received())),
                     None => self.rx.poll_recv(cx),
                 };
                 match std::task::ready!(next) {
@@ -104,7 +109,11 @@ pub(crate) struct Intake {
     pub(crate) endpoint: Arc<str>,
     pub(crate) reading: Reading,
     pub(crate) limits: WireLimits,
+    /// What its deliveries' partition key is read from.
+    pub(crate) lane: LaneKey,
     pub(crate) monitor: ZmqMonitor,
+    /// The figures of the socket it reads.
+    pub(crate) figures: Arc<SocketFigures>,
     /// One warning a burst of refusals by the same rule.
     pub(crate) refusals: Mutex<Throttle<&'static str>>,
 }
@@ -131,6 +140,7 @@ impl Intake {
                 inbound,
                 Arc::clone(&self.endpoint),
                 requester,
+                self.lane,
                 release,
             )),
             Err(refusal) => {
@@ -176,6 +186,21 @@ impl Intake {
     }
 }
 
+/// What waited for the subscription when it closed was read and will reach no handler: counted,
+/// from the queue itself.
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        self.rx.close();
+        let mut left = 0;
+        while self.rx.try_recv().is_ok() {
+            left += 1;
+        }
+        if left > 0 {
+            self.intake.figures.count_unhandled(left);
+        }
+    }
+}
+
 impl Inbox {
     /// The subscriber of what a reading task hands to `rx`, or of what `socket` reads.
     pub(crate) fn new(
@@ -194,6 +219,7 @@ pub(crate) async fn pump(
     mut reader: Reader,
     probe: Option<Probe>,
     tx: mpsc::Sender<Received>,
+    figures: Arc<SocketFigures>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     // Both ends are watched by one future each for the whole loop: making them anew for every
@@ -216,16 +242,28 @@ pub(crate) async fn pump(
             continue;
         }
         // The subscriber keeps up, as a rule: only a full channel needs a wait.
+        // A message read here and not handed on (the subscription closed first) is counted.
         let received = match tx.try_send(received) {
-            Ok(()) => continue,
-            Err(mpsc::error::TrySendError::Closed(_)) => break,
+            Ok(()) => {
+                figures.count_received();
+                continue;
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                figures.count_lost();
+                break;
+            }
             Err(mpsc::error::TrySendError::Full(received)) => received,
         };
-        tokio::select! {
+        let handed = tokio::select! {
             biased;
-            () = &mut stop => break,
-            sent = tx.send(received) => if sent.is_err() { break },
+            () = &mut stop => false,
+            sent = tx.send(received) => sent.is_ok(),
+        };
+        if !handed {
+            figures.count_lost();
+            break;
         }
+        figures.count_received();
     }
     reader.close().await;
 }

@@ -44,7 +44,8 @@
 //! `lifecycle::shared_handle_closes`, `retry::redelivery_address` (descriptors and the bare
 //! name), `settlement::suite`, `settlement::matches_in_process`,
 //! `in_process::backlog_matches_server`, `in_process::refuses_like_the_server`,
-//! `capabilities::batches` and `capabilities::request_reply`; and, under the `asyncapi`
+//! `capabilities::batches`, `capabilities::request_reply` and `message_shape::keyed_order`
+//! (keys in the `zmq-partition-key` header); and, under the `asyncapi`
 //! feature, `harness::describes_without_credentials`,
 //! `message_shape::publishes_without_credentials` and
 //! `message_shape::describes_addresses_without_credentials` (an address typed with user
@@ -58,8 +59,41 @@
 //! - `message_shape::publish_options`: the publishers have no per-message options
 //!   (`Options = ()`), so there is no override to check.
 //! - `retry::broker_moves`, `capabilities::transactions`, `owned_transactions`, `seeking`,
-//!   `batch_seeking`, `carries`, `carries_batch`, `message_shape::keyed_order`: the transport
-//!   has none of these capabilities, and the crate emulates none.
+//!   `batch_seeking`, `carries`, `carries_batch`: the transport has none of these capabilities,
+//!   and the crate emulates none.
+//!
+//! # Keyed worker lanes
+//!
+//! `workers(n, by_key)` lanes deliveries by [`IncomingMessage::partition_key`](ruststream::IncomingMessage::partition_key).
+//! ZeroMQ has no partitions, so, as `ruststream-nats` (`nats-partition-key`) and
+//! `ruststream-fred` (`redis-partition-key`) do, the key is a header the sender sets:
+//! [`PARTITION_KEY_HEADER`] (`zmq-partition-key`) unless the broker or the subscription names
+//! another (`partition_header`). A responder can key each request by its requester's identity
+//! instead (`partition_by_requester`), so that one requester's requests run in the order it
+//! sent them; that choice on the subscription is the shape `ruststream-rdkafka`'s `LaneKey`
+//! gives its record key. `ZmqMessage` implements `Partitioned` with the same key, as the
+//! sister crates' deliveries do.
+//!
+//! # Shutdown
+//!
+//! `ConnectedBroker::shutdown` answers a [`ClosedZmqBroker`], the shape of `ruststream-nats`'s
+//! `ClosedNatsBroker` and `ruststream-fred`'s `ClosedRedisBroker`: plain data, no surface. It
+//! lists each socket the broker opened ([`SocketSummary`]: what for, the endpoint, messages sent
+//! and received) with the peers its sockets saw, and counts what at most once makes the figure
+//! that matters: messages a subscription had read ahead of its handler, lost when it closed
+//! ([`ClosedZmqBroker::unhandled`]). Those are counted from the read-ahead queue as it is
+//! dropped, and from a socket's task when it read one the subscription was gone for. The
+//! runtime drops what `shutdown` answers, so the broker also logs it (`closed`, at info).
+//!
+//! # Readiness
+//!
+//! The runtime's `HealthProbe` says whether the service runs and its subscriptions consume, not
+//! whether a dialing socket has a peer. [`Readiness`] adds that from the brokers'
+//! [`ZmqMonitor::peers_connected`]: ready while the service runs, every subscription consumes,
+//! and each broker named with `needs_peer` has a peer; else [`NotReady`] says why.
+//! `ruststream-nats` and `ruststream-fred` ship no readiness type to follow, so it takes the
+//! shape of the runtime's own `/readyz` example over `HealthProbe` (running, and every
+//! subscription active), adding the peers; `examples/healthz.rs` serves it on `/healthz`.
 //!
 //! # Metrics
 //!
@@ -135,7 +169,8 @@
 //! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side and
 //!    mechanism typestates), `curve` (feature `libzmq`: CURVE keys, and the endpoint's CURVE
 //!    steps; imports `endpoint`),
-//!    `host` (this host's names, for the loop-back rule), `throttle` (one log line a burst of
+//!    `host` (this host's names, for the loop-back rule), `lane` (what a delivery's partition
+//!    key is read from), `throttle` (one log line a burst of
 //!    refusals), `monitor` (live figures), then
 //!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
 //!    `monitor`).
@@ -158,12 +193,18 @@
 //! 5. **Connection**: `outbound` (writers, sends, answers), then `connection` (who holds the
 //!    endpoint, subscribe, publish, shutdown).
 //! 6. **What a service uses**: `context` (what a handler reads of its delivery), `delivery`
-//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`, then [`zeromq`] and
+//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`, `readiness` (the runtime's
+//!    health probe with the monitors' peers), then [`zeromq`] and
 //!    [`libzmq`] (the brokers pinned to each backend, and libzmq's own settings).
 //! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
 //!    no other module names it.
-// One call outside safe Rust, argued where it is: `transport::libzmq::seed`.
+// Two calls outside safe Rust, each argued where it is (`transport::libzmq::seed`, and the
+// registration in `transport::libzmq::driven`); each must say why it is safe, alone in its block.
 #![deny(unsafe_code)]
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::multiple_unsafe_ops_per_block
+)]
 #![warn(missing_docs)]
 
 // The README's Rust snippets, compiled and run as doc tests.
@@ -185,6 +226,7 @@ mod endpoint;
 mod error;
 mod host;
 mod intake;
+mod lane;
 #[cfg(feature = "libzmq")]
 pub mod libzmq;
 mod message;
@@ -194,6 +236,7 @@ mod monitor;
 mod outbound;
 mod pattern;
 mod publish;
+mod readiness;
 mod requests;
 pub mod routing;
 mod rpc;
@@ -213,8 +256,8 @@ compile_error!(
 );
 
 pub use broker::{
-    ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc, FanoutKind, OneWay,
-    Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
+    ClosedZmqBroker, ConnectedZmq, ConnectedZmqFanout, ConnectedZmqQueue, ConnectedZmqRpc,
+    FanoutKind, OneWay, Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
 };
 pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
 #[cfg(feature = "libzmq")]
@@ -224,9 +267,11 @@ pub use endpoint::{
     Bound, Dialing, Mechanism, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,
 };
 pub use error::{SocketFault, ZmqError};
+pub use lane::PARTITION_KEY_HEADER;
 pub use message::ZmqMessage;
-pub use monitor::ZmqMonitor;
+pub use monitor::{SocketSummary, SocketUse, ZmqMonitor};
 pub use publish::{ZmqPublish, ZmqPublisher};
+pub use readiness::{NotReady, Readiness};
 pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};
 pub use subscription::{
     FanoutSubscription, OutRetry, QueueSubscription, Responder, Subscription, Tune, TuneStep,

@@ -45,7 +45,10 @@ struct Figures {
     peers_refused: AtomicU64,
     dropped_not_reading: AtomicU64,
     peers_connected: AtomicU64,
+    peers_seen: AtomicU64,
     reconnects: AtomicU64,
+    /// Each socket the broker opened, in the order it opened them.
+    sockets: Mutex<Vec<Arc<SocketFigures>>>,
     /// Refusals by the subscription (or requester) that read them, and the rule.
     by_rule: Mutex<BTreeMap<(String, &'static str), u64>>,
 }
@@ -112,8 +115,44 @@ impl ZmqMonitor {
         self.inner.reconnects.load(Ordering::Relaxed)
     }
 
+    /// How many peer connections the broker's sockets have made in all, reconnections counted:
+    /// the peers it has seen.
+    #[must_use]
+    pub fn peers_seen(&self) -> u64 {
+        self.inner.peers_seen.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn count_peer_connected(&self) {
         self.inner.peers_connected.fetch_add(1, Ordering::Relaxed);
+        self.inner.peers_seen.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The figures of a socket the broker opens: `what` it is for, on `endpoint`.
+    pub(crate) fn socket(&self, what: SocketUse, endpoint: &str) -> Arc<SocketFigures> {
+        let figures = Arc::new(SocketFigures {
+            what,
+            endpoint: without_user_information(endpoint),
+            ..SocketFigures::default()
+        });
+        self.inner
+            .sockets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::clone(&figures));
+        figures
+    }
+
+    /// What each socket the broker opened so far has done, in the order it opened them; its
+    /// shutdown answers the same ([`ClosedZmqBroker::sockets`](crate::ClosedZmqBroker::sockets)).
+    #[must_use]
+    pub fn sockets(&self) -> Vec<SocketSummary> {
+        self.inner
+            .sockets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|figures| figures.summary())
+            .collect()
     }
 
     pub(crate) fn count_peer_disconnected(&self) {
@@ -222,6 +261,109 @@ impl ZmqMonitor {
             .unwrap_or_else(PoisonError::into_inner)
             .entry((subscription.to_owned(), refusal.rule()))
             .or_default() += 1;
+    }
+}
+
+/// What a socket of a broker is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SocketUse {
+    /// A subscription's socket (on a responder, also the one its answers leave through).
+    #[default]
+    Subscriber,
+    /// A socket publishes leave through (retry copies and dead letters too), one per endpoint.
+    Publisher,
+    /// The requester's socket: requests out, answers in.
+    Requester,
+}
+
+/// One socket's figures, counted as the socket works.
+#[derive(Debug, Default)]
+pub(crate) struct SocketFigures {
+    what: SocketUse,
+    endpoint: String,
+    sent: AtomicU64,
+    received: AtomicU64,
+    unhandled: AtomicU64,
+}
+
+impl SocketFigures {
+    pub(crate) fn count_sent(&self) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A message read off the socket.
+    pub(crate) fn count_received(&self) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Messages read off the socket (and counted) that no handler will see: they waited for
+    /// the subscription when it closed.
+    pub(crate) fn count_unhandled(&self, messages: u64) {
+        self.unhandled.fetch_add(messages, Ordering::Relaxed);
+    }
+
+    /// A message read off the socket that could not be handed on: the subscription was gone.
+    pub(crate) fn count_lost(&self) {
+        self.count_received();
+        self.count_unhandled(1);
+    }
+
+    fn summary(&self) -> SocketSummary {
+        SocketSummary {
+            what: self.what,
+            endpoint: self.endpoint.clone(),
+            sent: self.sent.load(Ordering::Relaxed),
+            received: self.received.load(Ordering::Relaxed),
+            unhandled: self.unhandled.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What one socket of a broker did over its life, as its broker's shutdown reports it
+/// ([`ClosedZmqBroker::sockets`](crate::ClosedZmqBroker::sockets)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketSummary {
+    what: SocketUse,
+    endpoint: String,
+    sent: u64,
+    received: u64,
+    unhandled: u64,
+}
+
+impl SocketSummary {
+    /// What the socket was for.
+    #[must_use]
+    pub const fn what(&self) -> SocketUse {
+        self.what
+    }
+
+    /// The endpoint it bound or dialed, as configured (a bound port `0` reads `0`), without
+    /// user information.
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// How many messages left through it: publishes, retry copies, dead letters, answers,
+    /// requests.
+    #[must_use]
+    pub const fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// How many messages it read: requests, answers, or what a subscription reads; refused ones
+    /// and [`unhandled`](Self::unhandled) ones included.
+    #[must_use]
+    pub const fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// How many of those it read and never handed to a handler: read ahead of the handler, and
+    /// still waiting when the subscription closed. At most once, these are lost.
+    #[must_use]
+    pub const fn unhandled(&self) -> u64 {
+        self.unhandled
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
-    monitor::ZmqMonitor,
+    monitor::{SocketFigures, SocketUse, ZmqMonitor},
     pattern::Role,
     routing::Target,
     settings::Settings,
@@ -35,6 +35,8 @@ const PROBE_EVERY: Duration = Duration::from_millis(20);
 #[derive(Default)]
 struct Writers {
     open: HashMap<Target, (Arc<Writer>, WriterTask)>,
+    /// The figures of each target's socket, kept across a writer's release and reopening.
+    figures: HashMap<Target, Arc<SocketFigures>>,
     closed: bool,
 }
 
@@ -65,7 +67,7 @@ pub(crate) struct Outbound {
     /// sends to writers already open never wait behind an opening one.
     opening: Mutex<()>,
     /// The responder's ROUTER, once it opened: answers leave through it.
-    responder: OnceLock<DuplexSender>,
+    responder: OnceLock<(DuplexSender, Arc<SocketFigures>)>,
 }
 
 impl Outbound {
@@ -168,8 +170,30 @@ impl Outbound {
             Ok(writer) => writer.send(frames, deadline).await,
             Err(err) => Err(err),
         };
+        if sent.is_ok() {
+            self.figures(target).count_sent();
+        }
         self.count(&sent);
         sent
+    }
+
+    /// The figures of the socket toward `target`, registered on first use.
+    fn figures(&self, target: &Target) -> Arc<SocketFigures> {
+        if let Some(figures) = self
+            .writers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .figures
+            .get(target)
+        {
+            return Arc::clone(figures);
+        }
+        Arc::clone(
+            self.writers_mut()
+                .figures
+                .entry(target.clone())
+                .or_insert_with(|| self.monitor.socket(SocketUse::Publisher, target.address())),
+        )
     }
 
     fn count(&self, sent: &Result<(), ZmqError>) {
@@ -222,8 +246,8 @@ impl Outbound {
     }
 
     /// Keeps the responder's socket: answers leave through it.
-    pub(crate) fn answer_through(&self, responder: DuplexSender) {
-        let _ = self.responder.set(responder);
+    pub(crate) fn answer_through(&self, responder: DuplexSender, figures: Arc<SocketFigures>) {
+        let _ = self.responder.set((responder, figures));
     }
 
     /// Sends an answer (already framed for its requester) through the responder's socket by
@@ -234,7 +258,7 @@ impl Outbound {
         address: &str,
         deadline: Instant,
     ) -> Result<(), ZmqError> {
-        let responder = self.responder.get().ok_or_else(|| ZmqError::ReplyAddress {
+        let (responder, figures) = self.responder.get().ok_or_else(|| ZmqError::ReplyAddress {
             address: address.to_owned(),
             why: "this broker has no responder to answer through",
         })?;
@@ -245,6 +269,9 @@ impl Outbound {
             }),
             sent => sent,
         };
+        if sent.is_ok() {
+            figures.count_sent();
+        }
         self.count(&sent);
         sent
     }

@@ -21,8 +21,9 @@ use tokio::{
 
 use crate::{
     error::ZmqError,
+    lane::LaneKey,
     message::ZmqMessage,
-    monitor::ZmqMonitor,
+    monitor::{SocketFigures, SocketUse, ZmqMonitor},
     pattern::Role,
     settings::Settings,
     throttle::{Say, Throttle},
@@ -44,6 +45,8 @@ type Pending = Arc<Mutex<HashMap<Str, Waiter>>>;
 /// The broker's one DEALER and the requests waiting for their answers.
 pub(crate) struct RequestChannel {
     sender: DuplexSender,
+    /// The DEALER's figures: requests out, answers in.
+    figures: Arc<SocketFigures>,
     pending: Pending,
     /// Numbers requests, and mints the `correlation-id` of those that bring none.
     requests: AtomicU64,
@@ -65,7 +68,9 @@ impl RequestChannel {
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Self, BoxTask), ZmqError> {
         let pending = Pending::default();
+        let figures = monitor.socket(SocketUse::Requester, endpoint);
         let matcher = Matcher {
+            figures: Arc::clone(&figures),
             pending: FailAll(Arc::clone(&pending)),
             limits: settings.limits,
             monitor: monitor.clone(),
@@ -88,6 +93,7 @@ impl RequestChannel {
             .map_or(0, |since| since.as_nanos());
         let channel = Self {
             sender,
+            figures,
             pending,
             requests: AtomicU64::new(0),
             prefix: format!("{:x}-{:x}", std::process::id(), started),
@@ -150,7 +156,11 @@ impl RequestChannel {
         // A send that fails ends the wait for the answer with its error, so the caller wakes
         // once: for the answer, or for why there is none.
         let pending = Arc::clone(&self.pending);
+        let figures = Arc::clone(&self.figures);
         let failed = move |sent: Result<(), ZmqError>| {
+            if sent.is_ok() {
+                figures.count_sent();
+            }
             if let Err(err) = sent
                 && let Some(waiter) = take_waiter(&pending, &id, request)
             {
@@ -173,9 +183,14 @@ impl RequestChannel {
         payload: Bytes,
     ) -> Result<(), ZmqError> {
         let deadline = tokio::time::Instant::now() + self.send_timeout;
-        self.sender
+        let sent = self
+            .sender
             .send(wire::encode(name, headers, payload)?, deadline)
-            .await
+            .await;
+        if sent.is_ok() {
+            self.figures.count_sent();
+        }
+        sent
     }
 }
 
@@ -220,6 +235,7 @@ const ANSWERS_LABEL: &str = "(answers to requests)";
 /// Hands each answer to the request waiting for its `correlation-id`, in the DEALER's task.
 /// Dropped with that task (shutdown, a dropped broker), it fails every request still waiting.
 struct Matcher {
+    figures: Arc<SocketFigures>,
     pending: FailAll,
     limits: WireLimits,
     monitor: ZmqMonitor,
@@ -256,8 +272,15 @@ impl Matcher {
     }
 
     fn hand(&self, Received { frames, release }: Received) {
+        self.figures.count_received();
         let answer = match wire::decode(&frames, &self.limits, None) {
-            Ok(answer) => ZmqMessage::new(answer, Arc::clone(&self.from), None, release),
+            Ok(answer) => ZmqMessage::new(
+                answer,
+                Arc::clone(&self.from),
+                None,
+                LaneKey::default(),
+                release,
+            ),
             Err(refusal) => {
                 self.monitor.count_refusal(ANSWERS_LABEL, &refusal);
                 self.warn(&refusal);

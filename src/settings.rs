@@ -1,10 +1,10 @@
 //! What a broker is configured with besides its endpoint and pattern.
 //!
-//! Imports: the leaves (`wire`).
+//! Imports: the leaves (`wire`, `lane`).
 
 use std::time::Duration;
 
-use crate::wire::WireLimits;
+use crate::{lane::LaneKey, wire::WireLimits};
 
 /// A broker's settings, copied into every part that acts on them.
 #[derive(Debug, Clone, Copy)]
@@ -17,6 +17,8 @@ pub struct Settings {
     /// How many messages read from the socket wait for the handler before the socket stops
     /// being read, unless a subscription says.
     pub(crate) read_ahead: usize,
+    /// What deliveries are keyed by, unless a subscription says.
+    pub(crate) lane_key: LaneKey,
 }
 
 /// What one subscription sets for itself; what it leaves unset comes from its broker.
@@ -24,6 +26,7 @@ pub struct Settings {
 pub(crate) struct Tuning {
     pub(crate) read_ahead: Option<usize>,
     pub(crate) batch_wait: Option<Duration>,
+    pub(crate) lane_key: Option<LaneKey>,
 }
 
 impl Settings {
@@ -34,6 +37,11 @@ impl Settings {
             tuning.batch_wait.unwrap_or(self.batch_wait),
         )
     }
+
+    /// What the deliveries of a subscription tuned with `tuning` are keyed by.
+    pub(crate) fn lane_key(&self, tuning: Tuning) -> LaneKey {
+        tuning.lane_key.unwrap_or(self.lane_key)
+    }
 }
 
 impl Default for Settings {
@@ -43,6 +51,7 @@ impl Default for Settings {
             send_timeout: Duration::from_secs(5),
             batch_wait: Duration::from_millis(20),
             read_ahead: 256,
+            lane_key: LaneKey::default(),
         }
     }
 }
@@ -61,11 +70,13 @@ mod tests {
         let tuned = Tuning {
             read_ahead: Some(1_024),
             batch_wait: None,
+            lane_key: None,
         };
         assert_eq!(broker.tuned(tuned), (1_024, broker.batch_wait));
         let waits = Tuning {
             read_ahead: None,
             batch_wait: Some(Duration::from_secs(2)),
+            lane_key: None,
         };
         assert_eq!(
             broker.tuned(waits),
@@ -75,6 +86,7 @@ mod tests {
         let none = Tuning {
             read_ahead: Some(0),
             batch_wait: None,
+            lane_key: None,
         };
         assert_eq!(broker.tuned(none).0, 1);
     }

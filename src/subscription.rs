@@ -1,7 +1,7 @@
 //! The subscription builders: a name, and where a subscription's retry copies go when its side
 //! does not say.
 //!
-//! Imports: `endpoint`, `error`, `settings`, `bindings` (feature `asyncapi`) and `broker`.
+//! Imports: `endpoint`, `error`, `lane`, `settings`, `bindings` (feature `asyncapi`) and `broker`.
 
 use std::{borrow::Cow, marker::PhantomData, time::Duration};
 
@@ -15,6 +15,7 @@ use crate::{
     broker::{ConnectedZmq, FanoutKind, OneWay, Pattern, QueueKind, RpcKind},
     endpoint::{Ready, Side, WantsRetryDestination},
     error::ZmqError,
+    lane::LaneKey,
     settings::Tuning,
 };
 
@@ -140,6 +141,42 @@ impl<P, S: Side, State> Subscription<P, S, State> {
     #[must_use]
     pub fn batch_wait(mut self, wait: Duration) -> Self {
         self.tuning.batch_wait = Some(wait);
+        self
+    }
+
+    /// The header this subscription's deliveries are keyed by under `workers(n, by_key)`, over
+    /// its broker's ([`ZmqBroker::partition_header`](crate::ZmqBroker::partition_header);
+    /// [`PARTITION_KEY_HEADER`](crate::PARTITION_KEY_HEADER) where neither says).
+    ///
+    /// ```
+    /// use ruststream_zmq::{Bound, QueueSubscription};
+    ///
+    /// let payments = QueueSubscription::<Bound>::new("payments").partition_header("account");
+    /// # let _ = payments;
+    /// ```
+    #[must_use]
+    pub fn partition_header(mut self, header: &'static str) -> Self {
+        self.tuning.lane_key = Some(LaneKey::Header(header));
+        self
+    }
+}
+
+impl<S: Side, State> Subscription<RpcKind, S, State> {
+    /// Keys this responder's requests by the identity of the requester that sent each: under
+    /// `workers(n, by_key)` one requester's requests run in the order it sent them, and
+    /// different requesters' side by side.
+    ///
+    /// ```
+    /// use ruststream_zmq::{Bound, Responder};
+    ///
+    /// let quotes = Responder::<Bound>::new("quotes")
+    ///     .partition_by_requester()
+    ///     .out_retry("quotes.retry@tcp://127.0.0.1:5560");
+    /// # let _ = quotes;
+    /// ```
+    #[must_use]
+    pub fn partition_by_requester(mut self) -> Self {
+        self.tuning.lane_key = Some(LaneKey::Requester);
         self
     }
 }

@@ -521,7 +521,16 @@ impl Peer {
                     received = reader.recv() => {
                         let delivered = match inbound.offer(received) {
                             Ok(None) => Ok(()),
-                            Ok(Some(waits)) => inbound.room().await.map(|permit| permit.send(waits)),
+                            Ok(Some(waits)) => match inbound.room().await {
+                                Ok(permit) => {
+                                    inbound.hand(permit, waits);
+                                    Ok(())
+                                }
+                                Err(closed) => {
+                                    inbound.lost(waits);
+                                    Err(closed)
+                                }
+                            },
                             Err(closed) => Err(closed),
                         };
                         if delivered.is_err() {

@@ -26,7 +26,7 @@ use super::{
     backend::{Driving, DuplexDriver},
     late_for_its_turn, stopped,
 };
-use crate::{error::ZmqError, wire::Frames};
+use crate::{error::ZmqError, monitor::SocketFigures, wire::Frames};
 
 /// How many sends wait for a duplex socket's task.
 const SENDS: usize = 64;
@@ -64,8 +64,9 @@ pub(crate) type Outbox = mpsc::Receiver<HandedSend>;
 
 /// Where a duplex socket's task hands each message it reads.
 pub(crate) enum Inbound {
-    /// Into a channel another task reads; the socket stops reading while it is full.
-    Channel(mpsc::Sender<Received>),
+    /// Into a channel another task reads; the socket stops reading while it is full. What it
+    /// read and could not hand on (the reader closed first) is counted on the figures.
+    Channel(mpsc::Sender<Received>, Arc<SocketFigures>),
     /// To a function called in the socket's task, which must not wait.
     Direct(Box<dyn Fn(Received) + Send + Sync>),
 }
@@ -90,10 +91,16 @@ impl Inbound {
     /// ([`room`](Self::room)).
     pub(crate) fn offer(&self, received: Received) -> Result<Option<Received>, Closed> {
         match self {
-            Self::Channel(tx) => match tx.try_send(received) {
-                Ok(()) => Ok(None),
+            Self::Channel(tx, figures) => match tx.try_send(received) {
+                Ok(()) => {
+                    figures.count_received();
+                    Ok(None)
+                }
                 Err(TrySendError::Full(received)) => Ok(Some(received)),
-                Err(TrySendError::Closed(_)) => Err(Closed),
+                Err(TrySendError::Closed(_)) => {
+                    figures.count_lost();
+                    Err(Closed)
+                }
             },
             Self::Direct(take) => {
                 take(received);
@@ -106,7 +113,7 @@ impl Inbound {
     /// the subscription, which reads it while it lives.
     pub(crate) async fn closed(&self) {
         match self {
-            Self::Channel(tx) => tx.closed().await,
+            Self::Channel(tx, _) => tx.closed().await,
             Self::Direct(_) => std::future::pending().await,
         }
     }
@@ -115,9 +122,25 @@ impl Inbound {
     /// answered back. Cancel-safe: `received` stays with the caller until there is room.
     pub(crate) async fn room(&self) -> Result<mpsc::Permit<'_, Received>, Closed> {
         match self {
-            Self::Channel(tx) => tx.reserve().await.map_err(|_| Closed),
+            Self::Channel(tx, _) => tx.reserve().await.map_err(|_| Closed),
             // A function takes everything at once, so nothing ever waits for it.
             Self::Direct(_) => std::future::pending().await,
+        }
+    }
+
+    /// Hands on a message that waited for `permit`.
+    pub(crate) fn hand(&self, permit: mpsc::Permit<'_, Received>, received: Received) {
+        permit.send(received);
+        if let Self::Channel(_, figures) = self {
+            figures.count_received();
+        }
+    }
+
+    /// A message read and never handed on: it waited for room when the socket stopped.
+    pub(crate) fn lost(&self, received: Received) {
+        drop(received);
+        if let Self::Channel(_, figures) = self {
+            figures.count_lost();
         }
     }
 }
@@ -340,8 +363,12 @@ pub(crate) fn run<D: DuplexDriver>(
                     }
                 }
                 permit = inbound.room(), if pending.is_some() => match (permit, pending.take()) {
-                    (Ok(permit), Some(received)) => permit.send(received),
-                    _ => break,
+                    (Ok(permit), Some(received)) => inbound.hand(permit, received),
+                    // Kept, to be counted as lost below.
+                    (_, received) => {
+                        pending = received;
+                        break;
+                    }
                 },
                 () = inbound.closed(), if handed_over => break,
                 read = driver.next(pending.is_none() && !handed_over) => {
@@ -350,6 +377,9 @@ pub(crate) fn run<D: DuplexDriver>(
                     }
                 }
             }
+        }
+        if let Some(received) = pending {
+            inbound.lost(received);
         }
         driver.close().await;
     };
@@ -428,7 +458,7 @@ mod tests {
     fn a_batch_hands_on_every_message_it_reads_and_reads_no_more() {
         let mut socket = Holding::new(40);
         let (tx, mut rx) = mpsc::channel(100);
-        let inbound = Inbound::Channel(tx);
+        let inbound = Inbound::Channel(tx, Arc::default());
         let mut pending = None;
         let first = socket.0.pop_front();
         hand_on(first, &mut socket, &inbound, &mut pending).unwrap();
@@ -441,7 +471,7 @@ mod tests {
     fn a_full_channel_keeps_the_message_that_found_no_room_and_reads_no_more() {
         let mut socket = Holding::new(10);
         let (tx, mut rx) = mpsc::channel(3);
-        let inbound = Inbound::Channel(tx);
+        let inbound = Inbound::Channel(tx, Arc::default());
         let mut pending = None;
         let first = socket.0.pop_front();
         hand_on(first, &mut socket, &inbound, &mut pending).unwrap();

@@ -220,7 +220,7 @@ impl<B: SocketBackend> Opens for Sockets<B> {
             } else {
                 (B::Duplex::dial(at).await?, None)
             };
-            let reads_itself = matches!(inbound, Inbound::Channel(_));
+            let reads_itself = matches!(inbound, Inbound::Channel(..));
             let started = duplex::run(duplex.drive(reads_itself), inbound, shutdown);
             Ok((started, bound))
         })

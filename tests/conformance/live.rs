@@ -5,14 +5,14 @@
 
 use std::time::Duration;
 
-use ruststream::Name;
 use ruststream::conformance::{
     capabilities,
     harness::{self, InProcessBroker},
     in_process::{self, Refusal},
-    lifecycle, retry,
+    lifecycle, message_shape, retry,
     settlement::{self, Answer, Answers},
 };
+use ruststream::{Bytes, Name};
 use ruststream_zmq::{
     Bound, Dialing, FanoutSubscription, QueueSubscription, Responder, ZmqEndpoint,
 };
@@ -50,6 +50,35 @@ fn queue_source(name: &str) -> QueueSubscription<Bound> {
 
 fn fanout_source(name: &str) -> FanoutSubscription<Bound> {
     FanoutSubscription::new(name.to_owned())
+}
+
+/// Keys ride the `zmq-partition-key` header; the publishers have no per-message options.
+fn keyed(key: &[u8], headers: &mut ruststream::HeaderMap) -> Option<()> {
+    headers.insert(
+        ruststream_zmq::PARTITION_KEY_HEADER,
+        Bytes::copy_from_slice(key),
+    );
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keys_messages_arrive_in_order_with_their_key() {
+    message_shape::keyed_order(
+        bound_queue,
+        "conformance.keyed",
+        queue_source,
+        |connected| connected.publisher(),
+        keyed,
+    )
+    .await;
+    message_shape::keyed_order(
+        || InProcessBroker::new(bound_queue()),
+        "conformance.keyed",
+        queue_source,
+        |connected| connected.publisher(),
+        keyed,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

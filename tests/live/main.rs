@@ -41,17 +41,20 @@ mod on_zeromq {
 
     // The topics: the same list in both backends' modules.
     mod batches;
+    mod closed;
     mod context;
     mod dropped_broker;
     mod exposure;
     mod fanout;
     mod fleet;
+    mod keyed;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
     mod queue_lifecycle;
     mod queue_settlement;
     mod queue_wire;
+    mod readiness;
     mod requester;
     mod rpc;
     mod start_live;
@@ -83,17 +86,20 @@ mod on_libzmq {
 
     // The topics: the same list in both backends' modules.
     mod batches;
+    mod closed;
     mod context;
     mod dropped_broker;
     mod exposure;
     mod fanout;
     mod fleet;
+    mod keyed;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
     mod queue_lifecycle;
     mod queue_settlement;
     mod queue_wire;
+    mod readiness;
     mod requester;
     mod rpc;
     mod start_live;

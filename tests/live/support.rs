@@ -200,7 +200,7 @@ impl<B: ruststream_zmq::Backend> Feeder<B> {
         Self {
             publisher: connected.publisher(),
             shutdown: Box::new(move || {
-                Box::pin(async move { connected.shutdown().await.unwrap() })
+                Box::pin(async move { drop(connected.shutdown().await.unwrap()) })
             }),
             backend: PhantomData,
         }

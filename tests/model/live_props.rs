@@ -573,7 +573,9 @@ impl Peer {
     ) -> Self {
         Self {
             sending,
-            close: Box::new(move || Box::pin(async move { connected.shutdown().await.unwrap() })),
+            close: Box::new(move || {
+                Box::pin(async move { drop(connected.shutdown().await.unwrap()) })
+            }),
         }
     }
 

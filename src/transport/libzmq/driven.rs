@@ -24,7 +24,7 @@ use tokio::{
     sync::Notify,
 };
 
-use crate::wire::Frames;
+use crate::{error::SocketFault, transport::fault, wire::Frames};
 
 /// What the driving task and the senders share: the socket, taken out when the driving task
 /// lets go of it, what that task waits for, and its nudge.
@@ -80,20 +80,17 @@ impl Drop for Owned {
 pub(super) struct Driven(AsyncFd<Owned>);
 
 impl Driven {
-    pub(super) fn new(socket: zmq::Socket) -> Result<Self, zmq::Error> {
-        let signal = socket.get_fd()?;
+    /// Registers `socket` with the runtime; fails with what libzmq or the runtime answered
+    /// (the runtime's own error, such as `EEXIST` or `ENOMEM` from `epoll_ctl`, unchanged).
+    pub(super) fn new(socket: zmq::Socket) -> Result<Self, SocketFault> {
+        let signal = socket.get_fd().map_err(fault)?;
         let shared = Arc::new(Shared {
             socket: Mutex::new(Some(socket)),
             waits_for: AtomicI16::new(0),
             nudged: AtomicBool::new(false),
             nudge: Notify::new(),
         });
-        // Registering a raw descriptor is sound only while it stays open: the socket closes
-        // only once the registration is gone (`Owned`'s drop).
-        #[allow(deprecated)]
-        let registered = AsyncFd::with_interest(Owned { shared, signal }, Interest::READABLE)
-            .map_err(|_| zmq::Error::EMFILE)?;
-        Ok(Self(registered))
+        register(Owned { shared, signal }).map(Self).map_err(fault)
     }
 
     fn shared(&self) -> &Shared {
@@ -160,6 +157,24 @@ impl Driven {
     }
 }
 
+/// Registers the socket's notification descriptor for readability; the runtime's error, on
+/// failure, is returned as it came (the socket closes with `owned`).
+fn register(owned: Owned) -> std::io::Result<AsyncFd<Owned>> {
+    #[expect(
+        unsafe_code,
+        reason = "tokio registers a descriptor it does not own only through an unsafe call"
+    )]
+    // SAFETY: `register_with_interest` asks that the descriptor `owned.as_raw_fd()` answers be
+    // open, refer to the same file description for as long as the `AsyncFd` lives, and be
+    // answered the same by every call. It is the socket's `ZMQ_FD`, which libzmq keeps open
+    // until the socket closes; the socket lives in `owned.shared` and is closed only by
+    // `Owned`'s drop (`take` under the lock; every other use borrows it), and the `AsyncFd`
+    // deregisters the descriptor before it drops `owned`. `signal` is a plain field, set once
+    // and never written, so every call answers the same descriptor.
+    let registered = unsafe { AsyncFd::register_with_interest(owned, Interest::READABLE) };
+    registered.map_err(|failed| failed.into_parts().1)
+}
+
 /// Sends through a [`Driven`] socket from another task; cheap to clone.
 #[derive(Clone)]
 pub(super) struct Sending(Arc<Shared>);
@@ -191,5 +206,34 @@ fn send_now(socket: &zmq::Socket, frames: &Frames) -> Result<bool, zmq::Error> {
         Ok(()) => Ok(true),
         Err(zmq::Error::EAGAIN) => Ok(false),
         Err(err) => Err(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A registration the runtime refuses fails with the runtime's own error: the same
+    /// descriptor registered twice is `EEXIST` from `epoll_ctl`, not a made-up `EMFILE`.
+    #[tokio::test]
+    async fn a_refused_registration_reports_the_runtimes_error() {
+        let context = zmq::Context::new();
+        let socket = context.socket(zmq::PULL).unwrap();
+        let signal = socket.get_fd().unwrap();
+        let first = Driven::new(socket).unwrap();
+        // The second registration borrows the descriptor `first` keeps open; it holds no socket.
+        let again = Owned {
+            shared: Arc::new(Shared {
+                socket: Mutex::new(None),
+                waits_for: AtomicI16::new(0),
+                nudge: Notify::new(),
+            }),
+            signal,
+        };
+        let err = register(again)
+            .err()
+            .expect("a second registration succeeded");
+        assert_eq!(err.raw_os_error(), Some(libc::EEXIST), "{err}");
+        drop(first);
     }
 }

@@ -42,7 +42,11 @@ use super::{
     fault, refused_send, sealed, transport_of,
 };
 use crate::{
-    endpoint::bind_form, error::ZmqError, monitor::ZmqMonitor, pattern::Role, settings::Settings,
+    endpoint::bind_form,
+    error::{SocketFault, ZmqError},
+    monitor::ZmqMonitor,
+    pattern::Role,
+    settings::Settings,
     wire::Frames,
 };
 
@@ -266,9 +270,10 @@ impl Socket {
         monitor: ZmqMonitor,
         options: &Options,
         listening: Option<Listening>,
-    ) -> Result<Self, zmq::Error> {
+    ) -> Result<Self, SocketFault> {
         Ok(Self {
-            peers: Watched::start(opened.events, role, &address, binds, monitor.clone())?,
+            peers: Watched::start(opened.events, role, &address, binds, monitor.clone())
+                .map_err(fault)?,
             monitor,
             driven: Driven::new(opened.socket)?,
             role,
@@ -304,7 +309,11 @@ impl Socket {
         let listening = security::listening(&plan, &resolved);
         let opening = (role, resolved.clone(), true);
         let socket = Self::start(opened, opening, monitor, &options, listening);
-        Ok((socket.map_err(failed)?, resolved))
+        let socket = socket.map_err(|source| ZmqError::Bind {
+            endpoint: address.to_owned(),
+            source,
+        })?;
+        Ok((socket, resolved))
     }
 
     fn dial(at: Opening<Options>, topics: &[String]) -> Result<Self, ZmqError> {
@@ -323,7 +332,10 @@ impl Socket {
         // libzmq dials in the background, and again whenever the peer goes away.
         opened.socket.connect(address).map_err(failed)?;
         let opening = (role, address.to_owned(), false);
-        Self::start(opened, opening, monitor, &options, None).map_err(failed)
+        Self::start(opened, opening, monitor, &options, None).map_err(|source| ZmqError::Connect {
+            endpoint: address.to_owned(),
+            source,
+        })
     }
 
     /// Waits until the socket has a peer: a dialing one finished its handshake, a bound one

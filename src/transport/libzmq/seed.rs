@@ -15,7 +15,7 @@ pub(super) fn seed_routing_ids() {
     // The standard library keys its hashers from the operating system's randomness.
     let seed = RandomState::new().hash_one(std::process::id());
     let seed = (seed ^ (seed >> 32)) as libc::c_uint;
-    #[allow(
+    #[expect(
         unsafe_code,
         reason = "libzmq takes its routing ids from C's rand(): only srand seeds it"
     )]
