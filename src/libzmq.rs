@@ -43,8 +43,8 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
     /// not reading (libzmq's high-water marks). A peer's queue holds at most this many messages
     /// of at most [`WireLimits::max_message_bytes`] each; by default as many as fit in 64 MiB
     /// (1,000 of the default 64 KiB; 64 of 1 MiB), and at most 1,000. A requester with more
-    /// requests in flight than half its responder's queue may see answers dropped as not read. What a full peer gets depends on the
-    /// pattern: see the README, "When a peer is down or does not read".
+    /// requests in flight than half its responder's queue may see answers dropped as not read.
+    /// What a full peer gets depends on the pattern: see [`guide::backpressure`](crate::guide::backpressure).
     ///
     /// ```
     /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};

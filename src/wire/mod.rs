@@ -29,7 +29,7 @@ pub type Frames = Vec<Bytes>;
 ///
 /// The `zeromq` client reads each frame whole before these limits can act, and reserves the
 /// length a peer announces: keep the service behind a network boundary that only trusted peers
-/// cross (see the README's limits).
+/// cross ([`guide::security`](crate::guide::security)).
 ///
 /// # Examples
 ///
@@ -49,7 +49,7 @@ pub struct WireLimits {
 
 impl Default for WireLimits {
     /// 64 KiB a message, 64 KiB and 128 lines of headers, 8 frames: what one peer can make the
-    /// service hold stays in tens of MiB (README, "Hostile peers").
+    /// service hold stays in tens of MiB ([`guide::security`](crate::guide::security)).
     fn default() -> Self {
         Self {
             message_bytes: 64 << 10,
