@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine too, on both socket backends: prepares the libzmq
 # peer (pyzmq in a virtualenv under .venv) that the interop tests drive, then builds once with
-# both backends compiled (libzmq needs its headers, see the README) and runs every test target,
+# both backends compiled (libzmq needs its headers, see docs/backends.md) and runs every test target,
 # the doc tests and the compile-fail cases; each scenario that opens sockets runs once per
 # backend (`on_zeromq::...`, `on_libzmq::...`). Each backend alone is then checked to compile
 # and be lint-clean, which is all a build with one backend adds.

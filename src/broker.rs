@@ -167,6 +167,14 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     /// endpoint with CURVE takes a backend that speaks it (`ui-tests/backends/curve_on_zeromq.rs`),
     /// and a bound one only once it says who may connect
     /// (`ui-tests/curve/curve_server_without_a_client_decision.rs`).
+    ///
+    /// ```
+    /// use ruststream_zmq::{Dialing, ZmqEndpoint, ZmqQueue};
+    ///
+    /// let bound = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    /// let dialing: ZmqQueue<Dialing> = ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:5555"));
+    /// # let _ = (bound, dialing);
+    /// ```
     #[must_use]
     pub fn new<M: Mechanism>(endpoint: ZmqEndpoint<S, M>) -> Self
     where
@@ -183,6 +191,14 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     }
 
     /// What this broker accepts from peers; a message over a limit is refused and counted.
+    ///
+    /// ```
+    /// use ruststream_zmq::{WireLimits, ZmqEndpoint, ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+    ///     .limits(WireLimits::default().max_message_bytes(1 << 20));
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn limits(mut self, limits: WireLimits) -> Self {
         self.settings.limits = limits;
@@ -190,6 +206,15 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     }
 
     /// How long a publish waits for a peer when none is connected (default 5 s).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:5555"))
+    ///     .send_timeout(Duration::from_secs(1));
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn send_timeout(mut self, timeout: Duration) -> Self {
         self.settings.send_timeout = timeout;
@@ -198,6 +223,15 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
 
     /// How long a partial batch waits for more messages (default 20 ms); a subscription may
     /// set its own ([`Subscription::batch_wait`](crate::Subscription::batch_wait)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+    ///     .batch_wait(Duration::from_millis(5));
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn batch_wait(mut self, wait: Duration) -> Self {
         self.settings.batch_wait = wait;
@@ -212,6 +246,13 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     /// On the default backend, a queue or a responder on a bound endpoint is read by its
     /// handler's own task, one message at a time as the handler takes them: nothing is read
     /// ahead of it, and the socket's own buffers are the only queue.
+    ///
+    /// ```
+    /// use ruststream_zmq::{ZmqEndpoint, ZmqFanout};
+    ///
+    /// let broker = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).read_ahead(1_024);
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn read_ahead(mut self, messages: usize) -> Self {
         self.settings.read_ahead = messages;

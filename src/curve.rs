@@ -105,6 +105,17 @@ impl ZmqEndpoint<Bound, WantsClients> {
     ///
     /// The list is the endpoint's, fixed here: a clone of the endpoint has the same list, and
     /// nothing changes it afterwards.
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, ZmqEndpoint};
+    ///
+    /// let server = CurveKeyPair::generate().unwrap();
+    /// let worker = CurveKeyPair::generate().unwrap();
+    /// let endpoint = ZmqEndpoint::bind("tcp://0.0.0.0:5555")
+    ///     .curve(server)
+    ///     .allow_clients([worker.public()]);
+    /// # let _ = endpoint;
+    /// ```
     #[must_use]
     pub fn allow_clients(
         self,

@@ -132,6 +132,14 @@ pub struct ZmqEndpoint<S: Side, M = Plain> {
 impl ZmqEndpoint<Bound> {
     /// An endpoint this process listens on. Port `0` picks a free port when the service starts;
     /// the broker reports the real address once it has.
+    ///
+    /// ```
+    /// use ruststream_zmq::ZmqEndpoint;
+    ///
+    /// let loopback = ZmqEndpoint::bind("tcp://127.0.0.1:5555");
+    /// let any_port = ZmqEndpoint::bind("tcp://127.0.0.1:0");
+    /// # let _ = (loopback, any_port);
+    /// ```
     #[must_use]
     pub fn bind(address: impl Into<String>) -> Self {
         Self::new(address.into())
@@ -140,6 +148,13 @@ impl ZmqEndpoint<Bound> {
 
 impl ZmqEndpoint<Dialing> {
     /// An endpoint this process connects to; the peer listens there.
+    ///
+    /// ```
+    /// use ruststream_zmq::ZmqEndpoint;
+    ///
+    /// let upstream = ZmqEndpoint::dial("ipc:///tmp/payments.sock");
+    /// assert_eq!(upstream.address(), "ipc:///tmp/payments.sock");
+    /// ```
     #[must_use]
     pub fn dial(address: impl Into<String>) -> Self {
         Self::new(address.into())

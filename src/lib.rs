@@ -1,203 +1,50 @@
-//! `ruststream-zmq`: the ZeroMQ transport of the [RustStream](ruststream) messaging framework.
-//!
-//! A service writes `#[subscriber("payments")]` handlers and mounts them on [`ZmqQueue`]
-//! (PUSH/PULL), [`ZmqFanout`] (PUB/SUB) or [`ZmqRpc`] (ROUTER responder, DEALER requester), each
-//! over a [`ZmqEndpoint<Bound>`](ZmqEndpoint) or a [`ZmqEndpoint<Dialing>`](ZmqEndpoint); peers
-//! written with libzmq speak the wire format of [`wire`].
-//!
-//! ZeroMQ settles nothing. `ack` and `nack` answer [`AckError::Unsupported`](ruststream::AckError),
-//! a plain `retry()` delivers nothing again, and every retry is a copy this service publishes:
-//! a bound queue or fan-out subscription's copies go to its own listener; a dialing one's, and
-//! every responder's, go to the destination its registration names.
-//!
-//! # Socket backends
-//!
-//! The sockets come from one of two clients, each compiled in by its feature, and a broker runs
-//! on the one its type names ([`ZmqBroker`]'s third parameter, a [`Backend`]); nothing above the
-//! transport differs. [`zeromq::Zeromq`] (feature `zeromq`, on by default) is the pure-Rust
-//! client, with no C toolchain; the crate root's [`ZmqQueue`], [`ZmqFanout`] and [`ZmqRpc`] run
-//! on it whenever it is compiled ([`DefaultBackend`]). [`libzmq::Libzmq`] (feature `libzmq`) is
-//! the library every pyzmq and C++ peer runs, and adds what only it has: ZMTP heartbeats
-//! (`ZmqBroker::heartbeat`), a handshake timeout, per-peer queues (`ZmqBroker::peer_queue`),
-//! frames over [`WireLimits::max_message_bytes`] refused before they are read, and CURVE: a bound
-//! endpoint says who may connect (`ZmqEndpoint::curve`, then `allow_clients` or
-//! `allow_any_client`), and a broker gives each destination keys of its own (`destination`;
-//! `CurveKeyPair`). Those settings exist only on a libzmq broker ([`libzmq::ZmqQueue`] and its
-//! siblings). Each backend's module has a prelude with its brokers under the names of
-//! [`prelude`] ([`zeromq::prelude`], [`libzmq::prelude`]).
-//! The README compares the two, and says what a peer that stops reading gets on each.
-//!
-//! # Testing a service
-//!
-//! Under the `testing` feature, `TestApp::start(app())` runs the production app with its
-//! brokers connected in process: the same connection, wire format, limits and routing of copies
-//! as on the sockets, over a bus that stands in for them (scoped to the test's runtime, so tests
-//! that start the same app do not meet). `tb.broker::<ZmqQueue>()` (or `broker_named(label)`)
-//! injects messages and reads what the service published; see `examples/testing_payments.rs`.
-//! A queue or a responder keeps what a peer sent before the subscription opened
-//! (`Backlog::Delivered`), a fan-out drops it (`Backlog::Missed`), as the sockets do.
-//!
-//! # Conformance
-//!
-//! `tests/conformance/` runs the framework's suites, in process and live over loopback:
-//! `harness::run_suite` (every pattern, both sides), `harness::lifecycle`,
-//! `lifecycle::shared_handle_closes`, `retry::redelivery_address` (descriptors and the bare
-//! name), `settlement::suite`, `settlement::matches_in_process`,
-//! `in_process::backlog_matches_server`, `in_process::refuses_like_the_server`,
-//! `capabilities::batches`, `capabilities::request_reply` and `message_shape::keyed_order`
-//! (keys in the `zmq-partition-key` header); and, under the `asyncapi`
-//! feature, `harness::describes_without_credentials`,
-//! `message_shape::publishes_without_credentials` and
-//! `message_shape::describes_addresses_without_credentials` (an address typed with user
-//! information is described by its host and port alone).
-//!
-//! The ones that do not apply, and why:
-//!
-//! - `lifecycle::shutdown_flushes` reads, on a new connection, what the old one published right
-//!   before it shut down. There is no server between ZeroMQ peers to hold it: what a subscription
-//!   had read and not handled is lost when it closes, which is the at-most-once rule of this transport.
-//! - `message_shape::publish_options`: the publishers have no per-message options
-//!   (`Options = ()`), so there is no override to check.
-//! - `retry::broker_moves`, `capabilities::transactions`, `owned_transactions`, `seeking`,
-//!   `batch_seeking`, `carries`, `carries_batch`: the transport has none of these capabilities,
-//!   and the crate emulates none.
-//!
-//! # Keyed worker lanes
-//!
-//! `workers(n, by_key)` lanes deliveries by [`IncomingMessage::partition_key`](ruststream::IncomingMessage::partition_key).
-//! ZeroMQ has no partitions, so, as `ruststream-nats` (`nats-partition-key`) and
-//! `ruststream-fred` (`redis-partition-key`) do, the key is a header the sender sets:
-//! [`PARTITION_KEY_HEADER`] (`zmq-partition-key`) unless the broker or the subscription names
-//! another (`partition_header`). A responder can key each request by its requester's identity
-//! instead (`partition_by_requester`), so that one requester's requests run in the order it
-//! sent them; that choice on the subscription is the shape `ruststream-rdkafka`'s `LaneKey`
-//! gives its record key. `ZmqMessage` implements `Partitioned` with the same key, as the
-//! sister crates' deliveries do.
-//!
-//! # Shutdown
-//!
-//! `ConnectedBroker::shutdown` answers a [`ClosedZmqBroker`], the shape of `ruststream-nats`'s
-//! `ClosedNatsBroker` and `ruststream-fred`'s `ClosedRedisBroker`: plain data, no surface. It
-//! lists each socket the broker opened ([`SocketSummary`]: what for, the endpoint, messages sent
-//! and received) with the peers its sockets saw, and counts what at most once makes the figure
-//! that matters: messages a subscription had read ahead of its handler, lost when it closed
-//! ([`ClosedZmqBroker::unhandled`]). Those are counted from the read-ahead queue as it is
-//! dropped, and from a socket's task when it read one the subscription was gone for. The
-//! runtime drops what `shutdown` answers, so the broker also logs it (`closed`, at info).
-//!
-//! # Readiness
-//!
-//! The runtime's `HealthProbe` says whether the service runs and its subscriptions consume, not
-//! whether a dialing socket has a peer. [`Readiness`] adds that from the brokers'
-//! [`ZmqMonitor::peers_connected`]: ready while the service runs, every subscription consumes,
-//! and each broker named with `needs_peer` has a peer; else [`NotReady`] says why.
-//! `ruststream-nats` and `ruststream-fred` ship no readiness type to follow, so it takes the
-//! shape of the runtime's own `/readyz` example over `HealthProbe` (running, and every
-//! subscription active), adding the peers; `examples/healthz.rs` serves it on `/healthz`.
-//!
-//! # Metrics
-//!
-//! Two layers count, and each counts what only it can see:
-//!
-//! - **The framework** (`ruststream`'s `metrics` feature, `ruststream::metrics::Metrics`) counts
-//!   what the handlers did: `ruststream_messages_consumed_total{name, status}` is one per handled
-//!   delivery, `status` the settlement the handler chose (`ack`, or `nack` for a drop or a retry;
-//!   ZeroMQ then answers `Unsupported` to either, and a retry is a copy this service publishes);
-//!   `ruststream_messages_published_total{name, status}` counts the publishes its publish layer
-//!   sees.
-//! - **This crate** (feature `metrics`, `ZmqMonitor::register_metrics`) counts the sockets:
-//!   `ruststream_zmq_messages_refused_total{broker, endpoint, rule}` (messages a peer sent that no
-//!   handler ever saw, because the wire format or the limits refused them),
-//!   `ruststream_zmq_messages_sent_total` and `ruststream_zmq_send_failures_total` (what reached a
-//!   socket and what did not: publishes, answers, retry copies, dead letters) and
-//!   `ruststream_zmq_peers_lost_total`.
-//!
-//! So each message a peer sends is either refused (ours) or handled (the framework's, once per
-//! attempt), and each retry copy is sent (ours) and then handled again. Register both in one
-//! registry, and one scrape shows both:
+//! The ZeroMQ transport of the [RustStream](ruststream) messaging framework: the brokers under
+//! `#[subscriber]` handlers, over PUSH/PULL, PUB/SUB and ROUTER/DEALER sockets.
 //!
 //! ```
-//! # #[cfg(feature = "metrics")]
-//! # fn main() -> Result<(), prometheus::Error> {
-//! use ruststream::metrics::Metrics;
-//! use ruststream::runtime::{App, AppInfo, RustStream};
-//! use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+//! use ruststream_zmq::prelude::*;
 //!
-//! let metrics = Metrics::with_registry(prometheus::Registry::new())?;
-//! let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
-//! broker.monitor().register_metrics(metrics.registry(), "payments")?;
-//! let app = RustStream::new(AppInfo::new("payments", "0.1.0"))
-//!     .layer(metrics.consume_layer())
-//!     .publish_layer(metrics.publish_layer())
-//!     .with_broker_labeled("payments", broker, |_b| {});
-//! // `metrics.export()` renders both for a `/metrics` route.
-//! # let _ = app;
-//! # Ok(())
-//! # }
-//! # #[cfg(not(feature = "metrics"))]
-//! # fn main() {}
+//! #[subscriber("payments")]
+//! async fn charge(payment: &serde_json::Value) -> HandlerOutcome {
+//!     HandlerOutcome::ack()
+//! }
+//!
+//! fn app() -> impl App {
+//!     RustStream::new(AppInfo::new("payments", "0.1.0"))
+//!         .with_broker(ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:5555")), |b| {
+//!             b.include(charge).max_attempts(nonzero!(3u32));
+//!         })
+//! }
+//! # let _ = app();
 //! ```
 //!
-//! The framework's OpenTelemetry setup (its `otel` feature, `ruststream::otel::Otel`) records the
-//! handler and publish figures as OTLP instruments; name this transport in them with
-//! `Otel::builder().messaging_system("zeromq")`. The socket figures are Prometheus series only.
+//! # Map
 //!
-//! # AsyncAPI
+//! | Item | What it is |
+//! |---|---|
+//! | [`prelude`] | what a routes file imports: the framework's prelude and this crate's types |
+//! | [`ZmqQueue`], [`ZmqFanout`], [`ZmqRpc`] | the brokers, on the default backend ([`ZmqBroker`]) |
+//! | [`ZmqEndpoint`] | where a broker listens ([`Bound`]) or dials ([`Dialing`]) |
+//! | [`QueueSubscription`], [`FanoutSubscription`], [`Responder`] | subscription builders that type the side |
+//! | [`ZmqContext`] and its keys | what a handler reads of its delivery |
+//! | [`ZmqPublisher`], [`ZmqRequester`], [`ToRequester`] | publishing, requests and answers |
+//! | [`ZmqMonitor`] | a broker's live figures |
+//! | [`Readiness`], [`ClosedZmqBroker`] | readiness for a health route; what `shutdown` reports ([`guide::operations`]) |
+//! | [`WireLimits`], [`wire`] | the wire format and what a reader refuses |
+//! | [`routing`] | where a publish goes, as pure functions |
+//! | [`zeromq`], [`libzmq`] | the brokers pinned to one backend, and libzmq's own settings |
+//! | [`ZmqError`] | what can fail, naming the endpoint and the cause |
+//! | [`guide`] | the guides: settlement, wire, backends, security, and more |
 //!
-//! Under the `asyncapi` feature, `cargo run -- asyncapi gen` prints the service's document (see
-//! `examples/asyncapi.rs`). Each broker is a server of protocol `zeromq` at protocol version
-//! `3.0` (ZMTP). The specification lists no protocol for ZeroMQ, so the name is a choice:
-//! `zeromq`, the project's name and what `ruststream-zeromq` writes, so that documents of services
-//! on either crate name one protocol the same way (`zmq` is the C library's prefix, not a
-//! protocol's name).
+//! # Features
 //!
-//! Its bindings ride an `x-zeromq` extension (the protocol keys of the specification are a closed
-//! list): the server says its `transport`, `endpoint`, `role` (`bind` or `connect`: the side this
-//! service takes) and `socketPair`; a channel says the `socket` this service uses on it, its
-//! `role`, the `frames` (`name`, `headers`, `payload`), what frame 0 holds (`nameFrame`; on a
-//! fan-out `nameMatch: prefix`), the `endpoint` of a `name@endpoint` destination, and on a
-//! responder's answer its `replyAddress` (`zmq-reply:<hex of the requester's identity>`, read from
-//! the request's `reply-to` header, which the operation's `reply.address` points at) and
-//! `correlationHeader`. A subscription declared with one of this crate's builders
-//! (`QueueSubscription`, `FanoutSubscription`, `Responder`) describes its channel; one opened by a
-//! bare name has no hook for it, and its server still says the socket pair and the side.
-//!
-//! # How the crate is built
-//!
-//! Each module imports only modules listed above it, so the layers read from the bottom up:
-//!
-//! 1. **Leaves**: `error`, `wire` (frames in and out, limits), `endpoint` (the side and
-//!    mechanism typestates), `curve` (feature `libzmq`: CURVE keys, and the endpoint's CURVE
-//!    steps; imports `endpoint`),
-//!    `host` (this host's names, for the loop-back rule), `lane` (what a delivery's partition
-//!    key is read from), `throttle` (one log line a burst of
-//!    refusals), `monitor` (live figures), then
-//!    `metrics` (feature `metrics`: the monitor's figures in a Prometheus registry; imports
-//!    `monitor`).
-//! 2. **Pure decisions**: [`routing`] (where a publish goes, what is refused), `pattern` (each
-//!    pattern's sockets and admission rules, as data), `settings`, then `bindings` (feature
-//!    `asyncapi`: the `x-zeromq` extensions of the document; imports `pattern`, `routing`, `wire`).
-//! 3. **Transport**: `transport::backend` is the contract a backend meets (`SocketBackend`:
-//!    its reading, writing and duplex sockets, what each can do, its options); the `zeromq`
-//!    client's module and libzmq's (with the CURVE authentication handler) each implement it
-//!    once, and only they name their client's types. A connection holds the backend erased
-//!    (`Transport`), so nothing above names one. Above the backends, `writer` (a sending
-//!    socket's task), `duplex` (a ROUTER's or DEALER's task, one loop for every backend: what it
-//!    takes and hands on, and the sends and reads that skip it), `requesters` (a ROUTER's
-//!    requesters that stop reading) and `reading_end` (a socket read by its subscription, in the
-//!    handler's task) are the same for all. Under the `testing` feature, the in-process bus
-//!    stands in for them.
-//! 4. **Intake and requests**: `message` (a delivery), `intake` (reading, decoding, refusing,
-//!    and how a responder answers each requester), `requests` (the DEALER's requests in flight);
-//!    each built from the transport and the settings.
-//! 5. **Connection**: `outbound` (writers, sends, answers), then `connection` (who holds the
-//!    endpoint, subscribe, publish, shutdown).
-//! 6. **What a service uses**: `context` (what a handler reads of its delivery), `delivery`
-//!    (subscribers), `publish`, `broker`, `subscription`, `rpc`, `readiness` (the runtime's
-//!    health probe with the monitors' peers), then [`zeromq`] and
-//!    [`libzmq`] (the brokers pinned to each backend, and libzmq's own settings).
-//! 7. **`testing`** (feature `testing`): the framework's `InProcess` and `TestableBroker` impls;
-//!    no other module names it.
+//! | Feature | Adds |
+//! |---|---|
+//! | `zeromq` (default) | the pure-Rust socket backend |
+//! | `libzmq` | the libzmq backend: heartbeats, per-peer queues, CURVE ([`guide::backends`]) |
+//! | `testing` | the in-process mode for `TestApp` ([`guide::testing`]) |
+//! | `metrics` | [`ZmqMonitor::register_metrics`] ([`guide::metrics`]) |
+//! | `asyncapi` | the `x-zeromq` bindings of the AsyncAPI document ([`guide::asyncapi`]) |
 // Two calls outside safe Rust, each argued where it is (`transport::libzmq::seed`, and the
 // registration in `transport::libzmq::driven`); each must say why it is safe, alone in its block.
 #![deny(unsafe_code)]
@@ -212,7 +59,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-// The layers are drawn in the crate docs above (rustfmt keeps these sorted by name).
+// CONTRIBUTING.md draws the layers (rustfmt keeps these sorted by name).
 mod assertions;
 #[cfg(feature = "asyncapi")]
 mod bindings;
@@ -224,6 +71,7 @@ mod curve;
 mod delivery;
 mod endpoint;
 mod error;
+pub mod guide;
 mod host;
 mod intake;
 mod lane;

@@ -43,8 +43,8 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
     /// not reading (libzmq's high-water marks). A peer's queue holds at most this many messages
     /// of at most [`WireLimits::max_message_bytes`] each; by default as many as fit in 64 MiB
     /// (1,000 of the default 64 KiB; 64 of 1 MiB), and at most 1,000. A requester with more
-    /// requests in flight than half its responder's queue may see answers dropped as not read. What a full peer gets depends on the
-    /// pattern: see the README, "When a peer is down or does not read".
+    /// requests in flight than half its responder's queue may see answers dropped as not read.
+    /// What a full peer gets depends on the pattern: see [`guide::backpressure`](crate::guide::backpressure).
     ///
     /// ```
     /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};
@@ -65,6 +65,15 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
     /// silent for `timeout` (default every 2 s, cut after 10 s): a peer that stopped or
     /// whose host vanished is noticed and counted in [`ZmqMonitor::peers_lost`]. A libzmq
     /// peer answers PINGs by itself.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+    ///     .heartbeat(Duration::from_millis(500), Duration::from_secs(2));
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn heartbeat(mut self, interval: Duration, timeout: Duration) -> Self {
         self.config.heartbeat = Some((interval, timeout));
@@ -72,6 +81,13 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
     }
 
     /// Sends no heartbeats: a silent peer keeps its connection until TCP notices.
+    ///
+    /// ```
+    /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).without_heartbeat();
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn without_heartbeat(mut self) -> Self {
         self.config.heartbeat = None;
@@ -80,6 +96,15 @@ impl<P: Pattern, S: Side> ZmqBroker<P, S, Libzmq> {
 
     /// How long a new connection may take to finish its ZMTP handshake before it is cut
     /// (default 10 s): a peer that connects and says nothing holds no connection for longer.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+    ///     .handshake_timeout(Duration::from_secs(3));
+    /// # let _ = broker;
+    /// ```
     #[must_use]
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.config.handshake_timeout = timeout;

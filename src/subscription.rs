@@ -138,6 +138,14 @@ impl<P, S: Side, State> Subscription<P, S, State> {
 
     /// How long a partial batch of this subscription waits for more messages; the broker's
     /// `batch_wait` where unset.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{Bound, FanoutSubscription};
+    ///
+    /// let prices = FanoutSubscription::<Bound>::new("prices").batch_wait(Duration::from_millis(50));
+    /// # let _ = prices;
+    /// ```
     #[must_use]
     pub fn batch_wait(mut self, wait: Duration) -> Self {
         self.tuning.batch_wait = Some(wait);
@@ -183,6 +191,13 @@ impl<S: Side, State> Subscription<RpcKind, S, State> {
 
 impl<P: OneWay, S: Side> Subscription<P, S> {
     /// A subscription named `name`, in the state its side starts in.
+    ///
+    /// ```
+    /// use ruststream_zmq::{Bound, QueueSubscription};
+    ///
+    /// let payments = QueueSubscription::<Bound>::new("payments");
+    /// # let _ = payments;
+    /// ```
     #[must_use]
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
         named(name.into(), None, Tuning::default())
@@ -191,6 +206,13 @@ impl<P: OneWay, S: Side> Subscription<P, S> {
 
 impl<S: Side> Subscription<RpcKind, S, WantsRetryDestination> {
     /// A responder named `name`; on either side it still wants a destination for its copies.
+    ///
+    /// ```
+    /// use ruststream_zmq::{Bound, Responder};
+    ///
+    /// let quotes = Responder::<Bound>::new("quotes").out_retry("quotes.retry@tcp://127.0.0.1:5560");
+    /// # let _ = quotes;
+    /// ```
     #[must_use]
     pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
         named(name.into(), None, Tuning::default())
@@ -200,6 +222,13 @@ impl<S: Side> Subscription<RpcKind, S, WantsRetryDestination> {
 impl<P, S: Side> Subscription<P, S, WantsRetryDestination> {
     /// Names where this subscription's retry copies (and dead letters) go: a destination such as
     /// `"payments.retry@tcp://127.0.0.1:5556"`, usually a queue the service binds for itself.
+    ///
+    /// ```
+    /// use ruststream_zmq::{Dialing, QueueSubscription};
+    ///
+    /// let jobs = QueueSubscription::<Dialing>::new("jobs").out_retry("jobs.retry@tcp://127.0.0.1:5556");
+    /// # let _ = jobs;
+    /// ```
     #[must_use]
     pub fn out_retry(self, destination: impl Into<Cow<'static, str>>) -> Subscription<P, S, Ready> {
         named(self.name, Some(destination.into()), self.tuning)

@@ -34,6 +34,13 @@ impl CurvePublicKey {
     /// # Errors
     ///
     /// [`ZmqError::CurveKey`] when the text is not 40 characters of Z85.
+    ///
+    /// ```
+    /// use ruststream_zmq::CurvePublicKey;
+    ///
+    /// let server = CurvePublicKey::from_z85("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7").unwrap();
+    /// assert_eq!(server.to_z85(), "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7");
+    /// ```
     pub fn from_z85(text: &str) -> Result<Self, ZmqError> {
         decode(text.trim(), "a public key").map(Self)
     }
@@ -102,6 +109,13 @@ impl CurveKeyPair {
     /// # Errors
     ///
     /// [`ZmqError::CurveKey`] when this libzmq was built without CURVE.
+    ///
+    /// ```
+    /// use ruststream_zmq::CurveKeyPair;
+    ///
+    /// let pair = CurveKeyPair::generate().unwrap();
+    /// assert_eq!(pair.public().to_z85().len(), 40);
+    /// ```
     pub fn generate() -> Result<Self, ZmqError> {
         let pair = zmq::CurveKeyPair::new().map_err(|err| ZmqError::CurveKey {
             what: "a new key pair".to_owned(),
@@ -173,6 +187,23 @@ impl CurveKeyPair {
     /// [`ZmqError::CurveKey`] naming the file when it cannot be read, when other users than its
     /// owner may read or write it (with the `chmod` that fixes it), when it lacks either key, or
     /// when its keys do not belong together.
+    ///
+    /// ```
+    /// use ruststream_zmq::CurveKeyPair;
+    ///
+    /// // A certificate as pyzmq's `zmq.auth.create_certificates` writes it, then `chmod 600`.
+    /// # let dir = std::env::temp_dir().join(format!("from-file-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// # let path = dir.join("server.key_secret");
+    /// # std::fs::write(&path, "curve\n    public-key = \"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\"\n    \
+    /// #     secret-key = \"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6\"\n").unwrap();
+    /// # #[cfg(unix)]
+    /// # std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    /// let server = CurveKeyPair::from_file(&path)?;
+    /// assert_eq!(server.public().fingerprint(), "rq:rM>}U");
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), ruststream_zmq::ZmqError>(())
+    /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
         let path = path.as_ref();
         let what = format!("the certificate {}", path.display());
@@ -201,6 +232,19 @@ impl CurveKeyPair {
     ///
     /// [`ZmqError::CurveKey`] naming the variable that is unset or not a key, or when the two
     /// halves do not belong together.
+    ///
+    /// ```
+    /// use ruststream_zmq::CurveKeyPair;
+    ///
+    /// # // SAFETY: a doc test, one thread.
+    /// # unsafe {
+    /// #     std::env::set_var("SERVER_PUBLIC", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7");
+    /// #     std::env::set_var("SERVER_SECRET", "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6");
+    /// # }
+    /// let server = CurveKeyPair::from_env("SERVER_PUBLIC", "SERVER_SECRET")?;
+    /// assert_eq!(server.public().fingerprint(), "rq:rM>}U");
+    /// # Ok::<(), ruststream_zmq::ZmqError>(())
+    /// ```
     pub fn from_env(public_var: &str, secret_var: &str) -> Result<Self, ZmqError> {
         let read = |var: &str| {
             std::env::var(var).map_err(|_| ZmqError::CurveKey {

@@ -26,7 +26,7 @@ use crate::{
 /// (feature `zeromq`, on by default), or [`Libzmq`](super::libzmq::Libzmq), the C library
 /// (feature `libzmq`). Each feature adds its backend; a broker runs on the one its type names.
 ///
-/// Sealed: a backend meets a contract that is the crate's own ([`SocketBackend`]).
+/// Sealed: a backend meets a contract that is the crate's own (`SocketBackend`).
 pub trait Backend: sealed::Sealed + Send + Sync + 'static {
     /// What only this backend's brokers set (libzmq: its socket options and CURVE).
     #[doc(hidden)]

@@ -343,7 +343,7 @@ pub(crate) fn run<D: DuplexDriver>(
     let task = async move {
         let mut pending: Option<Received> = None;
         // One wait for shutdown for the whole loop: a new one for every message (registered,
-        // then dropped) cost about a twentieth of a round trip.
+        // then dropped) cost a measurable share of a round trip (BENCHMARKS.md).
         let stop = stopped(&mut shutdown);
         tokio::pin!(stop);
         loop {

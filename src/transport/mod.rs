@@ -144,7 +144,7 @@ fn say_bound(address: &str, backend: &'static str, curve: bool) {
             curve,
             "listening beyond the loopback in clear: any host that reaches this address can \
              connect, unauthenticated and unencrypted, and send what it likes; bind 127.0.0.1, or \
-             turn on CURVE with an allow-list on the libzmq backend (README, \"Hostile peers\")"
+             turn on CURVE with an allow-list on the libzmq backend (docs.rs: ruststream_zmq::guide::security)"
         );
     }
 }

@@ -2,11 +2,10 @@
 //!
 //! A socket read by a task of its own hands each message to the subscription's task, and that
 //! hand-off costs more than the read where the two tasks run on two workers that wake each
-//! other: given to raw sockets (the bench's `--raw-hop router`), it cut their round trips with 64
-//! in flight from 505k to 364k a second. Where nothing else needs the socket's receiving side (a
-//! bound ROUTER whose answers leave through its other half, a bound PULL of the `zeromq`
-//! client), the subscription reads it itself, and the socket's task keeps only its peers and its
-//! close.
+//! other (BENCHMARKS.md measures it with the bench's `--raw-hop router`). Where nothing else
+//! needs the socket's receiving side (a bound ROUTER whose answers leave through its other half,
+//! a bound PULL of the `zeromq` client), the subscription reads it itself, and the socket's task
+//! keeps only its peers and its close.
 //!
 //! Imports: its parent `transport`.
 

@@ -29,7 +29,7 @@ pub type Frames = Vec<Bytes>;
 ///
 /// The `zeromq` client reads each frame whole before these limits can act, and reserves the
 /// length a peer announces: keep the service behind a network boundary that only trusted peers
-/// cross (see the README's limits).
+/// cross ([`guide::security`](crate::guide::security)).
 ///
 /// # Examples
 ///
@@ -49,7 +49,7 @@ pub struct WireLimits {
 
 impl Default for WireLimits {
     /// 64 KiB a message, 64 KiB and 128 lines of headers, 8 frames: what one peer can make the
-    /// service hold stays in tens of MiB (README, "Hostile peers").
+    /// service hold stays in tens of MiB ([`guide::security`](crate::guide::security)).
     fn default() -> Self {
         Self {
             message_bytes: 64 << 10,
@@ -62,6 +62,13 @@ impl Default for WireLimits {
 
 impl WireLimits {
     /// Caps the bytes of all frames of one message together.
+    ///
+    /// ```
+    /// use ruststream_zmq::WireLimits;
+    ///
+    /// let limits = WireLimits::default().max_message_bytes(1 << 20);
+    /// assert_eq!(limits.message_bytes(), 1 << 20);
+    /// ```
     #[must_use]
     pub const fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.message_bytes = bytes;
@@ -69,6 +76,13 @@ impl WireLimits {
     }
 
     /// Caps the bytes of the headers frame.
+    ///
+    /// ```
+    /// use ruststream_zmq::WireLimits;
+    ///
+    /// let limits = WireLimits::default().max_header_bytes(4 << 10);
+    /// assert_eq!(limits.header_bytes(), 4 << 10);
+    /// ```
     #[must_use]
     pub const fn max_header_bytes(mut self, bytes: usize) -> Self {
         self.header_bytes = bytes;
@@ -76,6 +90,13 @@ impl WireLimits {
     }
 
     /// Caps the lines of the headers frame.
+    ///
+    /// ```
+    /// use ruststream_zmq::WireLimits;
+    ///
+    /// let limits = WireLimits::default().max_header_lines(32);
+    /// assert_eq!(limits.header_lines(), 32);
+    /// ```
     #[must_use]
     pub const fn max_header_lines(mut self, lines: usize) -> Self {
         self.header_lines = lines;
@@ -83,6 +104,13 @@ impl WireLimits {
     }
 
     /// Caps the frames of one message, counted before anything else is read.
+    ///
+    /// ```
+    /// use ruststream_zmq::WireLimits;
+    ///
+    /// let limits = WireLimits::default().max_frames(3);
+    /// assert_eq!(limits.frames(), 3);
+    /// ```
     #[must_use]
     pub const fn max_frames(mut self, frames: usize) -> Self {
         self.frames = frames;

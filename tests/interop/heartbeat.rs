@@ -289,7 +289,7 @@ async fn a_dialing_push_publisher_loses_its_first_publishes_after_an_idle_gap_to
     assert!(
         lost >= 1,
         "the first publish after the gap went into the closed connection and was reported sent; \
-         if nothing is lost, the client learned heartbeats: update the README ({after_gap:?})"
+         if nothing is lost, the client learned heartbeats: update the backends guide ({after_gap:?})"
     );
     assert_eq!(
         after_gap,

@@ -514,7 +514,7 @@ const ENDLESS_FIGURES: &str = "endless message figures: ";
 /// A pin of what no setting bounds on either backend: a peer that sends frames marked "more" and
 /// never ends its message makes the client hold every frame (libzmq's `ZMQ_MAXMSGSIZE` is per
 /// frame and its queue counts whole messages; the `zeromq` client gathers a message before the
-/// crate sees it). Each frame is under every limit. The README states it under "Known limits";
+/// crate sees it). Each frame is under every limit. The security guide states it (docs/security.md);
 /// this test fails, saying so, once a client bounds it. In a process of its own, which measures
 /// itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -551,8 +551,8 @@ async fn endless_message_in_a_process_of_its_own() {
             let now = Memory::now();
             panic!(
                 "the client no longer holds an unended message whole: VmRSS {} KiB before, {} \
-                 KiB after {held} KiB of frames marked \"more\"; bound it and update the README's \
-                 \"Known limits\"",
+                 KiB after {held} KiB of frames marked \"more\"; bound it and update the \
+                 security guide (docs/security.md)",
                 before.rss_kib, now.rss_kib
             );
         }

@@ -25,11 +25,11 @@ const HANDLED: &str = "frame-length attack: handled ";
 
 /// What the failure says when today's behaviour is gone.
 const CHANGED: &str = "the `zeromq` client no longer aborts on a frame header announcing 1 TiB: it \
-                       now caps frame lengths (or reads them another way). Update the README's \
-                       Known limits (\"A peer can crash the process\") and this test: it should \
+                       now caps frame lengths (or reads them another way). Update the backends \
+                       guide (\"A peer can crash the process\") and this test: it should \
                        then assert that the service survives the attack and serves the next peer";
 
-/// Pins what the README's Known limits say of the default backend (libzmq caps frame lengths:
+/// Pins what the backends guide says of the default backend (libzmq caps frame lengths:
 /// see `libzmq_faults`): the `zeromq` 0.7 client reserves the length a frame
 /// header announces before reading the frame, so an 11-byte header announcing 1 TiB, sent after
 /// a real handshake, aborts the whole service process (`memory allocation of ... bytes failed`)

@@ -226,6 +226,7 @@ mod tests {
             shared: Arc::new(Shared {
                 socket: Mutex::new(None),
                 waits_for: AtomicI16::new(0),
+                nudged: AtomicBool::new(false),
                 nudge: Notify::new(),
             }),
             signal,
