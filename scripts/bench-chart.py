@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """The summary table and chart at the top of BENCHMARKS.md, from the bench's own output.
 
-    cargo bench --bench throughput -- --reps 5 | tee docs/bench/zeromq.txt
-    cargo bench --bench throughput --no-default-features --features libzmq -- --reps 5 \
-        | tee docs/bench/libzmq.txt
-    scripts/bench-chart.py docs/bench/zeromq.txt docs/bench/libzmq.txt
+    cargo bench --bench throughput --features libzmq -- --reps 3 | tee docs/bench/both.txt
+    scripts/bench-chart.py docs/bench/both.txt
 
-Each input is what the bench printed (the whole output, or only its table): the line
-"backend `NAME`, ..." names the backend, and the rows after it are the table. The script
+Each input is what the bench printed (the whole output, or only its tables): each line
+"backend `NAME`, ..." names a backend, and the rows after it are its table, up to the cross
+table ("crate on ..."). With both backends, the summary adds libzmq's rate over `zeromq`'s. The script
 writes the chart (`--svg`, docs/benchmarks.svg by default) and prints the Markdown table
 for the top of BENCHMARKS.md. Standard library only.
 """
@@ -29,19 +28,22 @@ ROWS = [
 
 
 def parse(path):
-    """The backend's name and its rows: scenario text -> list of cells."""
-    backend, rows = None, {}
+    """Each backend's name and its rows (scenario text -> list of cells), in order."""
+    backends, rows = [], None
     with open(path, encoding="utf-8") as text:
         for line in text:
-            heading = re.match(r"backend `([^`]+)`", line)
+            heading = re.match(r"backend `([^`]+)`,", line)
             if heading:
-                backend, rows = heading.group(1), {}
-            elif line.startswith("| ") and not line.startswith("| scenario"):
+                rows = {}
+                backends.append((heading.group(1), rows))
+            elif line.startswith("crate on "):
+                rows = None
+            elif rows is not None and line.startswith("| ") and not line.startswith("| scenario"):
                 cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
                 rows[cells[0]] = cells
-    if backend is None:
+    if not backends:
         sys.exit(f"{path}: no line 'backend `NAME`, ...': is it the bench's output?")
-    return backend, rows
+    return backends
 
 
 def find(rows, start):
@@ -49,6 +51,14 @@ def find(rows, start):
         if scenario.startswith(start):
             return cells
     return None
+
+
+def per_second(cell):
+    """'crate: 1040k/s' -> 1040000.0; None where there is no rate."""
+    number = re.search(r"([\d.]+)(k?)/s", cell)
+    if not number:
+        return None
+    return float(number.group(1)) * (1000 if number.group(2) else 1)
 
 
 def rate(cell):
@@ -72,15 +82,22 @@ def summary(backends):
     head = ["Scenario"]
     for name in names:
         head += [f"`{name}`: crate / raw", "ratio", "CPU x raw"]
+    cross = names == ["zeromq", "libzmq"]
+    if cross:
+        head.append("libzmq / `zeromq`")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, start in ROWS:
-        cells = [label]
+        cells, crate = [label], []
         for _, rows in backends:
             row = find(rows, start)
             if row is None:
                 cells += ["-", "-", "-"]
+                crate.append(None)
             else:
                 cells += [f"{rate(row[1])} / {rate(row[2])}", row[3], cpu_ratio(row[4])]
+                crate.append(per_second(row[1]))
+        if cross:
+            cells.append(f"{crate[1] / crate[0]:.2f}" if all(crate) else "-")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -145,10 +162,10 @@ def chart(backends, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("outputs", nargs="+", help="saved outputs of the bench, one a backend")
+    parser.add_argument("outputs", nargs="+", help="saved outputs of the bench")
     parser.add_argument("--svg", default="docs/benchmarks.svg", help="where the chart goes")
     args = parser.parse_args()
-    backends = [parse(path) for path in args.outputs]
+    backends = [backend for path in args.outputs for backend in parse(path)]
     chart(backends, args.svg)
     print(summary(backends))
 
