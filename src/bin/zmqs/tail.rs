@@ -56,9 +56,9 @@ impl Tail {
         }
     }
 
-    async fn tail<P: OneWay>(&self) -> Result<(), Failure>
+    async fn tail<P>(&self) -> Result<(), Failure>
     where
-        P: ruststream_zmq::Pattern<Subscriber = ZmqSubscriber>,
+        P: OneWay + ruststream_zmq::Pattern<Subscriber = ZmqSubscriber>,
     {
         let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
         let link =
