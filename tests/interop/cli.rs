@@ -137,9 +137,11 @@ impl Running {
     pub async fn listening(&self) -> String {
         let deadline = Deadline::after(STEP, "zmqs to say where it listens");
         loop {
+            // Whole lines only: the pipe may have handed over half of one.
             if let Some(address) = self
                 .stderr()
-                .lines()
+                .split_inclusive('\n')
+                .filter(|line| line.ends_with('\n'))
                 .find_map(|line| line.strip_prefix("zmqs: listening on "))
             {
                 return address.trim().to_owned();

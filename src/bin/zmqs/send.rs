@@ -63,6 +63,11 @@ pub struct Send {
     #[arg(long, default_value = "300ms", value_parser = crate::duration)]
     settle: Duration,
 
+    /// ZeroMQ acknowledges nothing: after the last message, hold the connection this long so
+    /// that what is still in flight reaches the peer before the process exits
+    #[arg(long, default_value = "500ms", value_parser = crate::duration)]
+    linger: Duration,
+
     /// No progress lines on stderr
     #[arg(long, short)]
     quiet: bool,
@@ -168,6 +173,9 @@ impl Send {
             }
         }
         progress.done(sent, started.elapsed());
+        // The socket's queue and the peer's read of a closing connection are out of sight: the
+        // sockets' own close does not wait for them in a process that exits right after.
+        tokio::time::sleep(self.linger).await;
         Ok(())
     }
 
