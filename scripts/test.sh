@@ -23,7 +23,8 @@ if ! pkg-config --exists libzmq 2>/dev/null; then
     $sudo apt-get install -y -qq libzmq3-dev pkg-config
 fi
 
-features=testing,asyncapi,metrics
+# `cli` builds the `zmqs` binary, which the interop tests run.
+features=testing,asyncapi,metrics,cli
 echo "== the suite, both backends: --features $features,libzmq"
 cargo test --features "$features,libzmq" --all-targets
 cargo test --features "$features,libzmq" --doc

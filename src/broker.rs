@@ -14,7 +14,7 @@ use ruststream::{
 use crate::{
     connection::Connection,
     delivery::{ZmqResponderSubscriber, ZmqSubscriber},
-    endpoint::{Bound, Mechanism, Side, ZmqEndpoint},
+    endpoint::{Bound, Dialing, Mechanism, Side, ZmqEndpoint},
     error::ZmqError,
     intake::Inbox,
     lane::LaneKey,
@@ -337,6 +337,21 @@ impl<P: OneWay> ConnectedZmq<P, Bound> {
     /// [`ZmqError::Bind`] when the address is taken, [`ZmqError::ShutDown`] after shutdown.
     pub async fn bind_publisher(&self) -> Result<String, ZmqError> {
         self.connection.bind_publisher().await
+    }
+}
+
+impl<P: OneWay> ConnectedZmq<P, Dialing> {
+    /// Opens the socket this broker's publishers dial through now rather than at the first
+    /// publish, and waits until it is connected, at most the broker's `send_timeout`: a
+    /// fan-out's subscriber hears only what is published after it connected. For a broker that
+    /// only publishes.
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::Connect`] when no peer answered in time, [`ZmqError::ShutDown`] after
+    /// shutdown.
+    pub async fn dial_publisher(&self) -> Result<(), ZmqError> {
+        self.connection.dial_publisher().await
     }
 }
 

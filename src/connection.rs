@@ -448,6 +448,15 @@ impl Connection {
             .unwrap_or_else(|| self.endpoint.clone()))
     }
 
+    /// Opens the dialing socket of a publish to the broker's own endpoint now and waits until
+    /// it is connected, by the send deadline (a dialing broker with no subscription).
+    pub(crate) async fn dial_publisher(&self) -> Result<(), ZmqError> {
+        self.ensure_open("a publisher")?;
+        self.outbound
+            .open_reached(&Target::Dial(self.endpoint.clone()))
+            .await
+    }
+
     /// The broker's one DEALER, opened on first use. Beside a responder this process binds, it
     /// dials that responder's listener.
     pub(crate) async fn requests(&self) -> Result<&RequestChannel, ZmqError> {

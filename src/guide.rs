@@ -14,6 +14,7 @@
 //! | [`testing`] | `TestApp` in process; the framework's conformance suites |
 //! | [`across_hosts`] | a fleet over several hosts, and what each fault costs |
 //! | [`from_ruststream_zeromq`] | moving a service from `ruststream-zeromq` |
+//! | [`cli`] | `zmqs`: send, tail, ask and make CURVE keys from a shell |
 //!
 //! Imports: nothing; it holds documentation only.
 
@@ -52,6 +53,9 @@ pub mod across_hosts {}
 
 #[doc = include_str!("../docs/from_ruststream_zeromq.md")]
 pub mod from_ruststream_zeromq {}
+
+#[doc = include_str!("../docs/cli.md")]
+pub mod cli {}
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,7 @@
 //! | `testing` | the in-process mode for `TestApp` ([`guide::testing`]) |
 //! | `metrics` | [`ZmqMonitor::register_metrics`] ([`guide::metrics`]) |
 //! | `asyncapi` | the `x-zeromq` bindings of the AsyncAPI document ([`guide::asyncapi`]) |
+//! | `cli` | the `zmqs` binary: send, tail, ask, keys ([`guide::cli`]) |
 // Two calls outside safe Rust, each argued where it is (`transport::libzmq::seed`, and the
 // registration in `transport::libzmq::driven`); each must say why it is safe, alone in its block.
 #![deny(unsafe_code)]

@@ -139,6 +139,20 @@ impl Outbound {
         self.writer(target).await.map(drop)
     }
 
+    /// Opens the writer for `target` now and waits until it has a peer, by the send deadline.
+    pub(crate) async fn open_reached(&self, target: &Target) -> Result<(), ZmqError> {
+        let deadline = self.deadline();
+        let writer = timeout_at(deadline, self.writer(target))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ZmqError::Connect {
+                    endpoint: target.address().to_owned(),
+                    source: "its socket did not open before the deadline".into(),
+                })
+            })?;
+        writer.reach(deadline).await
+    }
+
     /// The deadline of a send called now.
     pub(crate) fn deadline(&self) -> Instant {
         Instant::now() + self.send_timeout

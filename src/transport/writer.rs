@@ -206,6 +206,29 @@ impl Writer {
         Box::pin(self.queued(frames, deadline)).await
     }
 
+    /// Waits until the socket has a peer (a dialing one has connected), by `deadline`.
+    pub(crate) async fn reach(&self, deadline: Instant) -> Result<(), ZmqError> {
+        let not_reached = || ZmqError::Connect {
+            endpoint: self.shared.endpoint.clone(),
+            source: "no peer was connected by the deadline".into(),
+        };
+        let socket = Arc::clone(&self.socket);
+        let reached = async move {
+            let mut held = socket.lock_owned().await;
+            let Some(sending) = held.as_mut() else {
+                return Err(gone());
+            };
+            sending.reach().await;
+            Ok(())
+        };
+        // On the socket's runtime, as its sends are.
+        let reached = self.runtime.spawn(reached);
+        match timeout_at(deadline, reached).await {
+            Ok(outcome) => outcome.map_err(|_| gone())?,
+            Err(_) => Err(not_reached()),
+        }
+    }
+
     /// Hands one message to the socket's task and waits for the outcome, by `deadline`.
     async fn queued(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         let Ok(permit) = timeout_at(deadline, self.jobs.reserve()).await else {

@@ -34,6 +34,9 @@ mod on_zeromq {
     mod stalled;
     mod stalled_requester;
     mod with_ruststream_zeromq;
+    // The `zmqs` binary on this backend.
+    #[cfg(feature = "cli")]
+    mod cli;
 
     // What the `zeromq` client does with heartbeating libzmq peers; libzmq's counterparts are in
     // `on_libzmq::libzmq_faults`.
@@ -61,8 +64,14 @@ mod on_libzmq {
     mod stalled;
     mod stalled_requester;
     mod with_ruststream_zeromq;
+    // The `zmqs` binary on this backend.
+    #[cfg(feature = "cli")]
+    mod cli;
 
     mod curve;
+    // `zmqs keys`, and the binary's CURVE options.
+    #[cfg(feature = "cli")]
+    mod cli_curve;
     mod libzmq_faults;
     // A stopped worker past libzmq's per-peer queue (`peer_queue`).
     mod stalled_past_the_peer_queue;

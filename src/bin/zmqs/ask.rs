@@ -1,0 +1,180 @@
+//! `zmqs ask`: requests to a responder through the crate's requester, with the round trip.
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use clap::Args;
+use futures::StreamExt;
+use ruststream::{Bytes, BytesMut, HeaderMap, OutgoingMessage, RequestReply};
+use ruststream_zmq::{RpcKind, ZmqRequester, wire};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::{
+    EXIT_STATUSES, Failure, lines,
+    link::{Link, Socket},
+};
+
+/// Ask a responder (ROUTER) and print its answer with the round trip
+///
+/// One request prints the answer as a JSON line (as `tail` does) with "round_trip_ms". With
+/// --count above 1 it prints one summary line instead: answered, failed, p50_ms, p99_ms,
+/// per_second.
+#[derive(Args)]
+#[command(after_help = EXIT_STATUSES)]
+pub struct Ask {
+    /// The responder's endpoint: tcp://host:port or ipc://path
+    endpoint: String,
+
+    /// The request's name
+    name: String,
+
+    /// The payload; `-` or nothing reads stdin
+    payload: Option<String>,
+
+    /// A header, as name=value; repeat it for more
+    #[arg(long = "header", short = 'H', value_name = "NAME=VALUE")]
+    headers: Vec<String>,
+
+    /// How many requests to send
+    #[arg(long, short = 'n', default_value_t = 1)]
+    count: u64,
+
+    /// How many requests wait for their answers at once
+    #[arg(long, default_value_t = 1)]
+    in_flight: usize,
+
+    /// How long each request waits for its answer
+    #[arg(long, default_value = "5s", value_parser = crate::duration)]
+    timeout: Duration,
+
+    #[command(flatten)]
+    socket: Socket,
+}
+
+impl Ask {
+    pub async fn run(self) -> Result<(), Failure> {
+        if self.count == 0 || self.in_flight == 0 {
+            return Err(Failure::Usage(
+                "--count and --in-flight are at least 1".into(),
+            ));
+        }
+        let headers = crate::send::headers(&self.headers)?;
+        wire::encode(&self.name, &headers, Bytes::new())
+            .map_err(|err| Failure::Usage(err.to_string()))?;
+        let payload = Bytes::from(crate::send::read_payload(None, self.payload.as_deref())?);
+        let link = Link::<RpcKind>::connect(&self.endpoint, &self.socket, self.timeout).await?;
+        let requester = match &link {
+            Link::Bound(connected) => connected.requester(),
+            Link::Dialing(connected) => connected.requester(),
+        };
+        link.announce(Duration::from_secs(5)).await;
+        let asked = if self.count == 1 {
+            self.one(&requester, payload, headers).await
+        } else {
+            self.many(&requester, payload, headers).await
+        };
+        link.close().await;
+        asked
+    }
+
+    async fn one(
+        &self,
+        requester: &ZmqRequester,
+        payload: Bytes,
+        headers: HeaderMap,
+    ) -> Result<(), Failure> {
+        let started = Instant::now();
+        let answer = ask(requester, &self.name, &payload, headers, self.timeout).await?;
+        let round_trip = started.elapsed();
+        let mut line = lines::message(&answer, SystemTime::now());
+        line.insert("round_trip_ms".into(), json!(millis(round_trip)));
+        println!("{}", serde_json::Value::Object(line));
+        Ok(())
+    }
+
+    async fn many(
+        &self,
+        requester: &ZmqRequester,
+        payload: Bytes,
+        headers: HeaderMap,
+    ) -> Result<(), Failure> {
+        let headers = Arc::new(headers);
+        let started = Instant::now();
+        let mut results: Vec<Result<Duration, Failure>> = futures::stream::iter(0..self.count)
+            .map(|_| {
+                let headers = HeaderMap::clone(&headers);
+                let payload = payload.clone();
+                async move {
+                    let asked = Instant::now();
+                    ask(requester, &self.name, &payload, headers, self.timeout)
+                        .await
+                        .map(|_| asked.elapsed())
+                }
+            })
+            .buffer_unordered(self.in_flight)
+            .collect()
+            .await;
+        let elapsed = started.elapsed();
+        let mut round_trips: Vec<Duration> = results
+            .iter()
+            .filter_map(|result| result.as_ref().ok().copied())
+            .collect();
+        round_trips.sort_unstable();
+        let failed = results.len() - round_trips.len();
+        let percentile = |p: f64| {
+            let at = ((round_trips.len() as f64 * p).ceil() as usize).clamp(1, round_trips.len());
+            millis(round_trips[at - 1])
+        };
+        let summary = if round_trips.is_empty() {
+            json!({"requests": self.count, "in_flight": self.in_flight, "answered": 0, "failed": failed})
+        } else {
+            json!({
+                "requests": self.count,
+                "in_flight": self.in_flight,
+                "answered": round_trips.len(),
+                "failed": failed,
+                "p50_ms": percentile(0.50),
+                "p99_ms": percentile(0.99),
+                "per_second": (round_trips.len() as f64 / elapsed.as_secs_f64()).round(),
+            })
+        };
+        println!("{summary}");
+        match results.iter_mut().find_map(|result| result.as_ref().err()) {
+            None => Ok(()),
+            Some(Failure::TimedOut(why)) => Err(Failure::TimedOut(format!(
+                "{failed} of {} requests failed; the first: {why}",
+                self.count
+            ))),
+            Some(first) => Err(Failure::Failed(format!(
+                "{failed} of {} requests failed; the first: {}",
+                self.count,
+                first.message()
+            ))),
+        }
+    }
+}
+
+async fn ask(
+    requester: &ZmqRequester,
+    name: &str,
+    payload: &[u8],
+    headers: HeaderMap,
+    timeout: Duration,
+) -> Result<ruststream_zmq::ZmqMessage, Failure> {
+    let request = OutgoingMessage::assembled(name, BytesMut::from(payload), headers);
+    requester
+        .request(request, timeout)
+        .await
+        .map_err(|err| match err {
+            ruststream_zmq::ZmqError::RequestTimeout { .. } => Failure::TimedOut(err.to_string()),
+            err => Failure::Failed(err.to_string()),
+        })
+}
+
+/// Milliseconds, to the microsecond.
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
+}

@@ -1,0 +1,368 @@
+//! The options every socket command shares (side, backend, CURVE), and the broker they make:
+//! the crate's own, on the backend asked for.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use ruststream::{Broker, ConnectedBroker, Subscribe};
+use ruststream_zmq::{
+    Bound, ConnectedZmq, Dialing, Pattern, ZmqBroker, ZmqEndpoint, ZmqError, ZmqMonitor,
+    ZmqPublisher,
+};
+use tokio::time::Instant;
+
+use crate::Failure;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendName {
+    /// The pure-Rust client (the crate's default).
+    Zeromq,
+    /// The system's libzmq: CURVE, heartbeats.
+    Libzmq,
+}
+
+/// Where the socket is and how it talks.
+#[derive(Args)]
+pub struct Socket {
+    /// Listen on the endpoint (a peer dials in) instead of dialing it
+    #[arg(long)]
+    pub bind: bool,
+
+    /// The socket backend [default: zeromq, or libzmq with a CURVE option]
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendName>,
+
+    #[command(flatten)]
+    pub curve: CurveArgs,
+}
+
+/// The crate's CURVE options (libzmq backend).
+#[derive(Args)]
+#[command(next_help_heading = "CURVE (libzmq backend)")]
+pub struct CurveArgs {
+    /// This side's key pair: a secret certificate file (`zmqs keys new`, or pyzmq's
+    /// `create_certificates`). Listening: the server's; dialing: the client's [default: a
+    /// fresh pair]
+    #[arg(long, value_name = "FILE")]
+    pub curve_keys: Option<String>,
+
+    /// Dialing: the server's public key, as 40 Z85 characters or a certificate file
+    #[arg(long, value_name = "KEY|FILE")]
+    pub curve_server: Option<String>,
+
+    /// Listening: a client key to admit (Z85, a certificate file, or a directory of `.key`
+    /// files); repeat it for more
+    #[arg(long, value_name = "KEY|FILE|DIR")]
+    pub curve_allow: Vec<String>,
+
+    /// Listening: admit any client that holds the server's public key
+    #[arg(long)]
+    pub curve_allow_any: bool,
+}
+
+impl CurveArgs {
+    fn any(&self) -> bool {
+        self.curve_keys.is_some()
+            || self.curve_server.is_some()
+            || !self.curve_allow.is_empty()
+            || self.curve_allow_any
+    }
+}
+
+/// What a build without libzmq answers to CURVE and to `--backend libzmq`.
+#[cfg(not(feature = "libzmq"))]
+pub fn not_built(what: &str) -> Failure {
+    Failure::NotBuilt(format!(
+        "{what} needs libzmq, and this zmqs was built without it: reinstall with \
+         `cargo install ruststream-zmq --features cli,libzmq` (libzmq's headers: \
+         `apt-get install libzmq3-dev pkg-config`)"
+    ))
+}
+
+/// A connected broker of pattern `P`, on the side the command line says.
+pub enum Link<P: Pattern> {
+    Bound(ConnectedZmq<P, Bound>),
+    Dialing(ConnectedZmq<P, Dialing>),
+}
+
+impl<P: Pattern> Link<P> {
+    /// The broker on `endpoint`: the crate's, on the backend and with the CURVE keys asked for.
+    pub async fn connect(
+        endpoint: &str,
+        socket: &Socket,
+        send_timeout: Duration,
+    ) -> Result<Self, Failure> {
+        let libzmq = match socket.backend {
+            Some(BackendName::Libzmq) => true,
+            Some(BackendName::Zeromq) if socket.curve.any() => {
+                return Err(Failure::Usage(
+                    "CURVE is libzmq's: drop `--backend zeromq`, or the CURVE options".into(),
+                ));
+            }
+            Some(BackendName::Zeromq) => false,
+            None => socket.curve.any() || !cfg!(feature = "zeromq"),
+        };
+        if socket.bind {
+            if socket.curve.curve_server.is_some() {
+                return Err(Failure::Usage(
+                    "--curve-server is for dialing; a listener serves with --curve-keys".into(),
+                ));
+            }
+            connect_bound(endpoint, socket, libzmq, send_timeout)
+                .await
+                .map(Self::Bound)
+        } else {
+            if !socket.curve.curve_allow.is_empty() || socket.curve.curve_allow_any {
+                return Err(Failure::Usage(
+                    "--curve-allow and --curve-allow-any are for a listener (--bind)".into(),
+                ));
+            }
+            connect_dialing(endpoint, socket, libzmq, send_timeout)
+                .await
+                .map(Self::Dialing)
+        }
+    }
+
+    pub fn publisher(&self) -> ZmqPublisher {
+        match self {
+            Self::Bound(connected) => connected.publisher(),
+            Self::Dialing(connected) => connected.publisher(),
+        }
+    }
+
+    pub fn monitor(&self) -> ZmqMonitor {
+        match self {
+            Self::Bound(connected) => connected.monitor(),
+            Self::Dialing(connected) => connected.monitor(),
+        }
+    }
+
+    pub async fn subscribe(&self, name: &str) -> Result<P::Subscriber, ZmqError> {
+        match self {
+            Self::Bound(connected) => connected.subscribe(name).await,
+            Self::Dialing(connected) => connected.subscribe(name).await,
+        }
+    }
+
+    /// Closes the sockets; what is queued has had its chance by now.
+    pub async fn close(self) {
+        let _ = match self {
+            Self::Bound(connected) => connected.shutdown().await.map(drop),
+            Self::Dialing(connected) => connected.shutdown().await.map(drop),
+        };
+    }
+
+    /// Says on stderr where a listener listens (port resolved), once it does.
+    pub async fn announce(&self, within: Duration) {
+        if let Self::Bound(_) = self {
+            let deadline = Instant::now() + within;
+            let monitor = self.monitor();
+            while monitor.bound_address().is_none() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            if let Some(address) = monitor.bound_address() {
+                eprintln!("zmqs: listening on {address}");
+            }
+        }
+    }
+
+    /// Waits until a peer is connected, or fails naming the endpoint after `within`.
+    pub async fn await_peer(&self, within: Duration) -> Result<(), Failure> {
+        let deadline = Instant::now() + within;
+        let monitor = self.monitor();
+        while monitor.peers_connected() == 0 {
+            if Instant::now() >= deadline {
+                let (side, address) = match self {
+                    Self::Bound(_) => (
+                        "dialed in to",
+                        monitor
+                            .bound_address()
+                            .unwrap_or_else(|| monitor.endpoint().to_owned()),
+                    ),
+                    Self::Dialing(_) => ("answered at", monitor.endpoint().to_owned()),
+                };
+                return Err(Failure::TimedOut(format!(
+                    "no peer {side} {address} within {within:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    }
+}
+
+async fn open<P: Pattern, S: ruststream_zmq::Side, B, M>(
+    endpoint: ZmqEndpoint<S, M>,
+    send_timeout: Duration,
+) -> Result<ConnectedZmq<P, S>, Failure>
+where
+    B: ruststream_zmq::Speaks<M>,
+    M: ruststream_zmq::Mechanism,
+{
+    let broker: ZmqBroker<P, S, B> = ZmqBroker::new(endpoint).send_timeout(send_timeout);
+    Ok(broker.connect().await?)
+}
+
+#[cfg(not(feature = "libzmq"))]
+async fn connect_bound<P: Pattern>(
+    endpoint: &str,
+    socket: &Socket,
+    libzmq: bool,
+    send_timeout: Duration,
+) -> Result<ConnectedZmq<P, Bound>, Failure> {
+    if socket.curve.any() {
+        return Err(not_built("CURVE"));
+    }
+    if libzmq {
+        return Err(not_built("--backend libzmq"));
+    }
+    open::<P, Bound, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::bind(endpoint), send_timeout)
+        .await
+}
+
+#[cfg(not(feature = "libzmq"))]
+async fn connect_dialing<P: Pattern>(
+    endpoint: &str,
+    socket: &Socket,
+    libzmq: bool,
+    send_timeout: Duration,
+) -> Result<ConnectedZmq<P, Dialing>, Failure> {
+    if socket.curve.any() {
+        return Err(not_built("CURVE"));
+    }
+    if libzmq {
+        return Err(not_built("--backend libzmq"));
+    }
+    open::<P, Dialing, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::dial(endpoint), send_timeout)
+        .await
+}
+
+#[cfg(feature = "libzmq")]
+async fn connect_bound<P: Pattern>(
+    endpoint: &str,
+    socket: &Socket,
+    libzmq: bool,
+    send_timeout: Duration,
+) -> Result<ConnectedZmq<P, Bound>, Failure> {
+    use ruststream_zmq::libzmq::Libzmq;
+    let plain = ZmqEndpoint::bind(endpoint);
+    let curve = &socket.curve;
+    if !libzmq {
+        return zeromq_only(plain, send_timeout).await;
+    }
+    let Some(keys) = &curve.curve_keys else {
+        if curve.any() {
+            return Err(Failure::Usage(
+                "a CURVE listener needs its key pair: --curve-keys FILE".into(),
+            ));
+        }
+        return open::<P, Bound, Libzmq, _>(plain, send_timeout).await;
+    };
+    let server = plain.curve(ruststream_zmq::CurveKeyPair::from_file(keys)?);
+    match (curve.curve_allow_any, curve.curve_allow.is_empty()) {
+        (true, true) => open::<P, Bound, Libzmq, _>(server.allow_any_client(), send_timeout).await,
+        (false, false) => {
+            let clients = curve::allowed(&curve.curve_allow)?;
+            open::<P, Bound, Libzmq, _>(server.allow_clients(clients), send_timeout).await
+        }
+        (true, false) => Err(Failure::Usage(
+            "--curve-allow and --curve-allow-any say two things: give one".into(),
+        )),
+        (false, true) => Err(Failure::Usage(
+            "say who may connect: --curve-allow KEY|FILE|DIR, or --curve-allow-any".into(),
+        )),
+    }
+}
+
+#[cfg(feature = "libzmq")]
+async fn connect_dialing<P: Pattern>(
+    endpoint: &str,
+    socket: &Socket,
+    libzmq: bool,
+    send_timeout: Duration,
+) -> Result<ConnectedZmq<P, Dialing>, Failure> {
+    use ruststream_zmq::{CurveKeyPair, libzmq::Libzmq};
+    let plain = ZmqEndpoint::dial(endpoint);
+    let curve = &socket.curve;
+    if !libzmq {
+        return zeromq_only(plain, send_timeout).await;
+    }
+    let Some(server) = &curve.curve_server else {
+        if curve.any() {
+            return Err(Failure::Usage(
+                "a CURVE client needs the server's public key: --curve-server KEY|FILE".into(),
+            ));
+        }
+        return open::<P, Dialing, Libzmq, _>(plain, send_timeout).await;
+    };
+    let client = match &curve.curve_keys {
+        Some(file) => CurveKeyPair::from_file(file)?,
+        None => CurveKeyPair::generate()?,
+    };
+    let secured = plain.curve(client, curve::public_key(server)?);
+    open::<P, Dialing, Libzmq, _>(secured, send_timeout).await
+}
+
+/// The pure-Rust backend, where it was built in.
+#[cfg(feature = "libzmq")]
+async fn zeromq_only<P: Pattern, S: ruststream_zmq::Side>(
+    endpoint: ZmqEndpoint<S>,
+    send_timeout: Duration,
+) -> Result<ConnectedZmq<P, S>, Failure> {
+    #[cfg(feature = "zeromq")]
+    return open::<P, S, ruststream_zmq::zeromq::Zeromq, _>(endpoint, send_timeout).await;
+    #[cfg(not(feature = "zeromq"))]
+    {
+        let _ = (endpoint, send_timeout);
+        Err(Failure::NotBuilt(
+            "--backend zeromq needs the `zeromq` feature, and this zmqs was built without it"
+                .into(),
+        ))
+    }
+}
+
+/// Keys from the command line: Z85 text, certificate files, directories of them.
+#[cfg(feature = "libzmq")]
+pub mod curve {
+    use std::path::Path;
+
+    use ruststream_zmq::CurvePublicKey;
+
+    use crate::Failure;
+
+    /// A public key given as its 40 Z85 characters, or as a certificate file.
+    pub fn public_key(given: &str) -> Result<CurvePublicKey, Failure> {
+        if Path::new(given).is_file() {
+            return Ok(CurvePublicKey::from_file(given)?);
+        }
+        Ok(CurvePublicKey::from_z85(given)?)
+    }
+
+    /// Every client key the `--curve-allow` values name; a directory gives each `.key` file in
+    /// it, as pyzmq's `load_certificates` reads one.
+    pub fn allowed(given: &[String]) -> Result<Vec<CurvePublicKey>, Failure> {
+        let mut keys = Vec::new();
+        for each in given {
+            let path = Path::new(each);
+            if !path.is_dir() {
+                keys.push(public_key(each)?);
+                continue;
+            }
+            let entries = std::fs::read_dir(path)
+                .map_err(|err| Failure::Failed(format!("reading {each} failed: {err}")))?;
+            let before = keys.len();
+            for entry in entries.flatten() {
+                let file = entry.path();
+                if file.extension().is_some_and(|ext| ext == "key") {
+                    keys.push(CurvePublicKey::from_file(&file)?);
+                }
+            }
+            if keys.len() == before {
+                return Err(Failure::Failed(format!(
+                    "{each} holds no public certificate (`*.key`) to admit"
+                )));
+            }
+        }
+        Ok(keys)
+    }
+}

@@ -1,0 +1,135 @@
+//! `zmqs`: a command line for people who run services on `ruststream-zmq`. It sends, reads,
+//! asks and makes CURVE keys through the crate's own brokers, publishers and requesters, so
+//! what it puts on the wire is what a service of the crate puts there (docs/cli.md).
+
+mod ask;
+mod keys;
+mod lines;
+mod link;
+mod send;
+mod tail;
+
+use std::{process::ExitCode, time::Duration};
+
+use clap::{Parser, Subcommand};
+
+/// The exit statuses, for every command's `--help`.
+const EXIT_STATUSES: &str = "\
+Exit status:
+  0  done
+  1  failed: a bind, a connection, a send, a file, a key (the message says which)
+  2  the command line is wrong
+  3  timed out: no peer, no answer, or fewer messages than --count
+  4  not in this build: CURVE, keys and --backend libzmq need the `libzmq` feature";
+
+/// Send to, read from and ask services of ruststream-zmq; make CURVE keys.
+#[derive(Parser)]
+#[command(name = "zmqs", version, after_help = EXIT_STATUSES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Send(send::Send),
+    Tail(tail::Tail),
+    Ask(ask::Ask),
+    #[command(subcommand)]
+    Keys(keys::Keys),
+}
+
+/// Why a command stopped short, and the status a script reads.
+#[derive(Debug)]
+pub enum Failure {
+    /// 1: something failed at run time.
+    Failed(String),
+    /// 2: the command line asks for something that cannot be.
+    Usage(String),
+    /// 3: a deadline passed.
+    TimedOut(String),
+    /// 4: this binary was built without what the command needs.
+    NotBuilt(String),
+}
+
+impl Failure {
+    fn status(&self) -> u8 {
+        match self {
+            Self::Failed(_) => 1,
+            Self::Usage(_) => 2,
+            Self::TimedOut(_) => 3,
+            Self::NotBuilt(_) => 4,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Self::Failed(m) | Self::Usage(m) | Self::TimedOut(m) | Self::NotBuilt(m) => m,
+        }
+    }
+}
+
+impl From<ruststream_zmq::ZmqError> for Failure {
+    fn from(err: ruststream_zmq::ZmqError) -> Self {
+        Self::Failed(err.to_string())
+    }
+}
+
+/// A duration as an operator types it: `500ms`, `10s`, `2m`, or a number of seconds.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration: write 500ms, 10s or 2m"))?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(format!("`{unit}` is not a unit: use ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|err| format!("`{text}`: {err}"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The crate's own warnings (a refused message, a peer lost) on stderr; RUST_LOG widens them.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("zmqs: could not start the runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let done = runtime.block_on(async {
+        match cli.command {
+            Command::Send(command) => command.run().await,
+            Command::Tail(command) => command.run().await,
+            Command::Ask(command) => command.run().await,
+            Command::Keys(command) => command.run(),
+        }
+    });
+    // Sockets that still wait on a peer must not hold the exit up.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("zmqs: {}", failure.message());
+            ExitCode::from(failure.status())
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! `zmqs tail`: prints what a queue or a fan-out carries, one JSON line a message, read by the
+//! crate's own subscription.
+
+use std::{
+    io::Write,
+    time::{Duration, SystemTime},
+};
+
+use clap::Args;
+use futures::StreamExt;
+use ruststream::Subscriber;
+use ruststream_zmq::{FanoutKind, OneWay, QueueKind, ZmqMessage, ZmqSubscriber};
+use tokio::time::Instant;
+
+use crate::{
+    EXIT_STATUSES, Failure, lines,
+    link::{Link, Socket},
+};
+
+/// Print each message of a queue (PULL), or of a fan-out prefix with --fanout (SUB), as a JSON
+/// line
+///
+/// Each line: {"name", "headers", "payload" (JSON) or "payload_base64", "arrived"}. A header
+/// value that is not UTF-8 is under "headers_base64".
+#[derive(Args)]
+#[command(after_help = EXIT_STATUSES)]
+pub struct Tail {
+    /// The endpoint: tcp://host:port or ipc://path
+    endpoint: String,
+
+    /// The queue's name, or the fan-out prefix to subscribe to (`""` for every topic)
+    name: String,
+
+    /// Read a fan-out (SUB) rather than a queue (PULL)
+    #[arg(long)]
+    fanout: bool,
+
+    /// Stop after this many messages
+    #[arg(long, short = 'n')]
+    count: Option<u64>,
+
+    /// Stop after this long in all [default: never]
+    #[arg(long, value_parser = crate::duration)]
+    timeout: Option<Duration>,
+
+    #[command(flatten)]
+    socket: Socket,
+}
+
+impl Tail {
+    pub async fn run(self) -> Result<(), Failure> {
+        if self.fanout {
+            self.tail::<FanoutKind>().await
+        } else {
+            self.tail::<QueueKind>().await
+        }
+    }
+
+    async fn tail<P>(&self) -> Result<(), Failure>
+    where
+        P: OneWay + ruststream_zmq::Pattern<Subscriber = ZmqSubscriber>,
+    {
+        let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
+        let link =
+            Link::<P>::connect(&self.endpoint, &self.socket, Duration::from_secs(10)).await?;
+        let read = match link.subscribe(&self.name).await {
+            Ok(subscriber) => {
+                link.announce(Duration::from_secs(5)).await;
+                self.read(subscriber, deadline).await
+            }
+            Err(err) => Err(err.into()),
+        };
+        link.close().await;
+        read
+    }
+
+    async fn read(
+        &self,
+        mut subscriber: ZmqSubscriber,
+        deadline: Option<Instant>,
+    ) -> Result<(), Failure> {
+        let mut stream = std::pin::pin!(subscriber.stream());
+        let mut stdout = std::io::stdout().lock();
+        let mut seen = 0u64;
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
+        while self.count.is_none_or(|count| seen < count) {
+            let next = async {
+                match deadline {
+                    Some(deadline) => tokio::time::timeout_at(deadline, stream.next()).await.ok(),
+                    None => Some(stream.next().await),
+                }
+            };
+            let message: ZmqMessage = tokio::select! {
+                next = next => match next {
+                    Some(Some(Ok(message))) => message,
+                    Some(Some(Err(err))) => return Err(err.into()),
+                    Some(None) => return Err(Failure::Failed("the subscription ended".into())),
+                    None => return self.timed_out(seen),
+                },
+                _ = &mut interrupted => return Ok(()),
+            };
+            let line = lines::message(&message, SystemTime::now());
+            let written = serde_json::to_writer(&mut stdout, &line)
+                .map_err(std::io::Error::from)
+                .and_then(|()| stdout.write_all(b"\n"))
+                .and_then(|()| stdout.flush());
+            if let Err(err) = written {
+                // A closed pipe (`| head`) is the reader saying it has enough.
+                if err.kind() == std::io::ErrorKind::BrokenPipe {
+                    return Ok(());
+                }
+                return Err(Failure::Failed(format!("writing stdout failed: {err}")));
+            }
+            seen += 1;
+        }
+        Ok(())
+    }
+
+    /// `--timeout` passed: a failure when fewer than `--count` arrived, or none at all.
+    fn timed_out(&self, seen: u64) -> Result<(), Failure> {
+        let timeout = self.timeout.unwrap_or_default();
+        match self.count {
+            Some(count) => Err(Failure::TimedOut(format!(
+                "{seen} of {count} messages arrived within {timeout:?}"
+            ))),
+            None if seen == 0 => Err(Failure::TimedOut(format!(
+                "no message arrived within {timeout:?}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}

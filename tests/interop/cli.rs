@@ -1,0 +1,597 @@
+//! The `zmqs` binary (feature `cli`), run as a process on this module's backend: `send` into a
+//! queue of this crate and a Python PULL, `--bind` and `--fanout`, and a progress line; `tail`
+//! of a Python PUSH and of this crate's fan-out by prefix; `ask` of this crate's responder and a
+//! Python ROUTER, one request and many in flight; exit statuses scripts rely on.
+
+use std::{
+    process::{ExitStatus, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use ruststream::{Broker, BytesMut, HeaderMap, OutgoingMessage, Publisher, Subscribe};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines},
+    process::{Child, ChildStdout, Command},
+};
+
+use super::{BACKEND, prelude::*};
+use crate::support::{Deadline, PyPeer, STEP, Tap, header, json_of, logs, python};
+
+/// The binary under test.
+const ZMQS: &str = env!("CARGO_BIN_EXE_zmqs");
+
+/// `zmqs` with `args`, on this module's backend where the command opens a socket.
+fn zmqs(args: &[&str]) -> Command {
+    let mut command = Command::new(ZMQS);
+    command.args(args);
+    if matches!(args.first(), Some(&("send" | "tail" | "ask"))) {
+        command.args(["--backend", BACKEND.name()]);
+    }
+    command.kill_on_drop(true);
+    command
+}
+
+/// A finished run: its status, stdout and stderr.
+pub struct Ran {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Each stdout line as JSON.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("{line:?}: {err}")))
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "zmqs exited {:?}\n-- stdout:\n{}\n-- stderr:\n{}",
+            self.status.code(),
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// Runs `zmqs args` to its end, with `stdin` on its standard input, within `within`.
+pub async fn run_with(args: &[&str], stdin: &[u8], within: Duration) -> Ran {
+    let mut child = zmqs(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting zmqs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).await.unwrap();
+    drop(input);
+    let output = tokio::time::timeout(within, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("zmqs {args:?} did not end within {within:?}"))
+        .unwrap();
+    Ran {
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+pub async fn run(args: &[&str]) -> Ran {
+    run_with(args, b"", STEP * 2).await
+}
+
+/// A `zmqs` still running: its stdout read a line at a time, its stderr kept.
+pub struct Running {
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Running {
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = zmqs(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting zmqs");
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        tokio::spawn(async move {
+            let mut buf = vec![0; 4096];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Self {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The address it says it listens on (`--bind`), port resolved.
+    pub async fn listening(&self) -> String {
+        let deadline = Deadline::after(STEP, "zmqs to say where it listens");
+        loop {
+            // Whole lines only: the pipe may have handed over half of one.
+            if let Some(address) = self
+                .stderr()
+                .split_inclusive('\n')
+                .filter(|line| line.ends_with('\n'))
+                .find_map(|line| line.strip_prefix("zmqs: listening on "))
+            {
+                return address.trim().to_owned();
+            }
+            deadline.check();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Its next stdout line as JSON, or `None` after `within`.
+    pub async fn line(&mut self, within: Duration) -> Option<Value> {
+        match tokio::time::timeout(within, self.stdout.next_line()).await {
+            Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap()),
+            Ok(_) => panic!("zmqs ended its stdout; stderr:\n{}", self.stderr()),
+            Err(_) => None,
+        }
+    }
+
+    pub async fn expect_line(&mut self, what: &str) -> Value {
+        match self.line(STEP).await {
+            Some(line) => line,
+            None => panic!("zmqs printed no {what}; stderr:\n{}", self.stderr()),
+        }
+    }
+
+    /// Waits for its end: its status and stderr.
+    pub async fn finish(mut self) -> (ExitStatus, String) {
+        let status = tokio::time::timeout(STEP, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("zmqs did not end; stderr:\n{}", self.stderr()))
+            .unwrap();
+        // Its stderr pipe closes as it exits; give the reader the last bytes.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        (status, self.stderr())
+    }
+}
+
+/// What a test checks of an `arrived` time: RFC 3339 in UTC, within a minute of now, as
+/// Python's own parser reads it.
+fn assert_arrived_now(arrived: &str) {
+    let out = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import sys, datetime; t = datetime.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')); \
+             print(abs((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()))",
+            arrived,
+        ])
+        .output()
+        .unwrap();
+    let seconds: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("Python could not read {arrived:?}: {out:?}"));
+    assert!(seconds < 60.0, "{arrived} is {seconds} s from now");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_reaches_a_queue_of_this_crate_with_its_headers_count_times() {
+    logs();
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let mut tap = Tap::new(connected.subscribe("payments").await.unwrap());
+    let address = connected.monitor().bound_address().unwrap();
+
+    let ran = run(&[
+        "send",
+        &address,
+        "payments",
+        r#"{"id":1}"#,
+        "-H",
+        "x-tenant=acme",
+        "-H",
+        "x-trace=t 1",
+        "--count",
+        "3",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    for n in 1..=3 {
+        let message = tap.expect(&format!("message {n}")).await;
+        assert_eq!(message.name(), "payments");
+        assert_eq!(header(&message, "x-tenant"), Some("acme"));
+        assert_eq!(header(&message, "x-trace"), Some("t 1"));
+        assert_eq!(json_of(&message), json!({"id": 1}));
+    }
+    assert!(
+        tap.next(Duration::from_millis(200)).await.is_none(),
+        "only three were sent"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_lines_from_stdin_reach_a_python_pull_in_the_crates_own_frames() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let ran = run_with(
+        &[
+            "send",
+            &pull.endpoint.clone(),
+            "orders",
+            "--lines",
+            "-H",
+            "x-tenant=acme",
+        ],
+        b"{\"id\":1}\n\n{\"id\":2}\r\nnot json\n",
+        STEP * 2,
+    )
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    // The frames the crate's own publisher writes for the same message.
+    let mut headers = HeaderMap::new();
+    headers.insert("x-tenant", "acme");
+    for payload in [&br#"{"id":1}"#[..], br#"{"id":2}"#, b"not json"] {
+        let expected =
+            ruststream_zmq::wire::encode("orders", &headers, payload.to_vec().into()).unwrap();
+        let received = pull.expect("a line's message").await;
+        let expected: Vec<Vec<u8>> = expected.iter().map(|frame| frame.to_vec()).collect();
+        assert_eq!(
+            received.frames, expected,
+            "an empty line is skipped, CRLF trimmed"
+        );
+    }
+    assert!(pull.recv(Duration::from_millis(200)).await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_binds_for_a_python_pull_that_dials_in_and_reports_progress_on_a_long_run() {
+    logs();
+    // 30 messages at 20 a second: a run past a second, which prints progress.
+    let sending = Running::start(&[
+        "send",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "{}",
+        "--bind",
+        "--count",
+        "30",
+        "--rate",
+        "20",
+    ]);
+    let address = sending.listening().await;
+    let mut pull = PyPeer::connect("PULL", &address, json!({})).await;
+    for n in 1..=30 {
+        pull.expect(&format!("message {n}")).await;
+    }
+    let (status, stderr) = sending.finish().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(" of 30 ("), "no progress line:\n{stderr}");
+    assert!(
+        stderr.contains("zmqs: sent 30 in "),
+        "no summary:\n{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_fanout_reaches_this_crates_subscription_from_the_first_message() {
+    logs();
+    let connected = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let mut tap = Tap::new(connected.subscribe("prices").await.unwrap());
+    let address = connected.monitor().bound_address().unwrap();
+    let ran = run(&[
+        "send",
+        &address,
+        "prices.eu",
+        r#"{"p":1}"#,
+        "--fanout",
+        "--count",
+        "5",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    for n in 1..=5 {
+        let message = tap.expect(&format!("message {n}")).await;
+        assert_eq!(message.name(), "prices.eu");
+        assert_eq!(json_of(&message), json!({"p": 1}));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_fanout_binds_for_a_python_sub_that_dials_in_from_the_first_message() {
+    logs();
+    let sending = Running::start(&[
+        "send",
+        "tcp://127.0.0.1:0",
+        "prices.eu",
+        r#"{"p":1}"#,
+        "--fanout",
+        "--bind",
+        "--count",
+        "5",
+    ]);
+    let address = sending.listening().await;
+    // A dialing SUB keeps what arrived after the publisher leaves; a bound one would not.
+    let mut sub = PyPeer::connect("SUB", &address, json!({"SUBSCRIBE": "prices"})).await;
+    let (status, stderr) = sending.finish().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    for n in 1..=5 {
+        let received = sub.expect(&format!("message {n}")).await;
+        assert_eq!(received.wire["name"], "prices.eu");
+        assert_eq!(received.payload(), json!({"p": 1}));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_a_python_push_as_json_lines_with_base64_where_not_json() {
+    logs();
+    let mut tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--count",
+        "3",
+        "--timeout",
+        "20s",
+    ]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send(&[
+        b"payments",
+        b"x-tenant: acme\r\ncorrelation-id: c-1",
+        br#"{"id":1}"#,
+    ])
+    .await;
+    push.send(&[b"payments.eu", b"", &[0, 159, 255]]).await;
+    push.send_json(json!({"id": 3})).await;
+
+    let one = tail.expect_line("the first message").await;
+    assert_eq!(one["name"], "payments");
+    assert_eq!(
+        one["headers"],
+        json!({"x-tenant": "acme", "correlation-id": "c-1"})
+    );
+    assert_eq!(one["payload"], json!({"id": 1}));
+    assert_arrived_now(one["arrived"].as_str().unwrap());
+    let two = tail.expect_line("the binary message").await;
+    assert_eq!(two["name"], "payments.eu");
+    assert_eq!(two["payload_base64"], "AJ//");
+    assert!(two.get("payload").is_none());
+    let three = tail.expect_line("the lone frame").await;
+    assert_eq!(
+        three["name"], "payments",
+        "a lone frame takes the queue's name"
+    );
+    assert_eq!(three["payload"], json!({"id": 3}));
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(0), "--count 3 reached: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_reads_a_fanout_of_this_crate_by_prefix() {
+    logs();
+    let hub = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let address = hub.bind_publisher().await.unwrap();
+    let publisher = hub.publisher();
+    let publish = |name: &'static str, id: u64| {
+        let publisher = publisher.clone();
+        async move {
+            let payload = BytesMut::from(json!({"id": id}).to_string().as_bytes());
+            publisher
+                .publish(
+                    OutgoingMessage::assembled(name, payload, HeaderMap::new()),
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let mut tail = Running::start(&["tail", &address, "orders", "--fanout", "--timeout", "20s"]);
+    // A subscriber hears what is published once its subscription arrived: publish until it does.
+    let deadline = Deadline::after(STEP, "the tail's subscription to arrive");
+    let first = loop {
+        publish("orders.warmup", 0).await;
+        if let Some(line) = tail.line(Duration::from_millis(50)).await {
+            break line;
+        }
+        deadline.check();
+    };
+    assert_eq!(first["name"], "orders.warmup");
+    publish("prices.eu", 1).await;
+    publish("orders.eu", 2).await;
+    let deadline = Deadline::after(STEP, "orders.eu");
+    loop {
+        let line = tail.expect_line("orders.eu").await;
+        assert_ne!(line["name"], "prices.eu", "not under the prefix");
+        if line["name"] == "orders.eu" {
+            assert_eq!(line["payload"], json!({"id": 2}));
+            break;
+        }
+        deadline.check();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_and_send_say_timed_out_with_status_3_and_a_bad_command_line_with_2() {
+    logs();
+    let ran = run(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--count",
+        "2",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(3), "{ran:?}");
+    assert!(
+        ran.stderr.contains("0 of 2 messages arrived within 300ms"),
+        "{ran:?}"
+    );
+
+    // Nothing listens on port 1.
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(3), "{ran:?}");
+    assert!(
+        ran.stderr.contains("no peer answered at tcp://127.0.0.1:1"),
+        "{ran:?}"
+    );
+
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "-H",
+        "x-tenant",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(2), "{ran:?}");
+    assert!(
+        ran.stderr.contains("header `x-tenant` has no `=`"),
+        "{ran:?}"
+    );
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "-H",
+        "x-bad=a\nb",
+    ])
+    .await;
+    assert_eq!(
+        ran.code(),
+        Some(2),
+        "a header the wire format cannot carry: {ran:?}"
+    );
+    let ran = run(&["send", "tcp://127.0.0.1:1"]).await;
+    assert_eq!(ran.code(), Some(2), "clap's own usage errors: {ran:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_prints_the_answer_of_this_crates_responder_with_its_round_trip() {
+    logs();
+    let (running, address) = super::rpc::bound_responder().await;
+    let ran = run(&["ask", &address, "quotes", r#"{"id":7}"#]).await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let lines = ran.json_lines();
+    assert_eq!(lines.len(), 1, "{ran:?}");
+    assert_eq!(lines[0]["name"], "reply");
+    assert_eq!(lines[0]["payload"], json!({"id": 7, "price": 70}));
+    assert!(lines[0]["headers"]["correlation-id"].is_string(), "{ran:?}");
+    assert!(lines[0]["round_trip_ms"].as_f64().unwrap() > 0.0, "{ran:?}");
+
+    let ran = run(&[
+        "ask",
+        &address,
+        "quotes",
+        r#"{"id":1}"#,
+        "--count",
+        "200",
+        "--in-flight",
+        "8",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let summary = &ran.json_lines()[0];
+    assert_eq!(summary["answered"], 200, "{ran:?}");
+    assert_eq!(summary["failed"], 0, "{ran:?}");
+    assert_eq!(summary["in_flight"], 8, "{ran:?}");
+    let (p50, p99) = (
+        summary["p50_ms"].as_f64().unwrap(),
+        summary["p99_ms"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99, "{ran:?}");
+    assert!(summary["per_second"].as_f64().unwrap() > 0.0, "{ran:?}");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_sends_its_headers_to_a_python_router_and_times_out_with_status_3() {
+    logs();
+    let mut router = PyPeer::echo_router("tcp://127.0.0.1:*").await;
+    let ran = run_with(
+        &[
+            "ask",
+            &router.endpoint.clone(),
+            "quotes",
+            "-H",
+            "x-tenant=acme",
+        ],
+        br#"{"item":"lamp"}"#,
+        STEP * 2,
+    )
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let answer = &ran.json_lines()[0];
+    assert_eq!(
+        answer["payload"],
+        json!({"item": "lamp"}),
+        "the payload from stdin"
+    );
+    let asked = router.answered(STEP).await.expect("the router's request");
+    assert_eq!(asked["name"], "quotes");
+    let frame = asked["headers_frame"].as_str().unwrap();
+    assert!(frame.contains("x-tenant: acme"), "{frame}");
+    assert_eq!(
+        answer["headers"]["correlation-id"], asked["correlation_id"],
+        "the answer to this request"
+    );
+
+    // A ROUTER that reads requests and never answers.
+    let silent = PyPeer::bind("ROUTER", "tcp://127.0.0.1:*", json!({})).await;
+    let ran = run(&[
+        "ask",
+        &silent.endpoint.clone(),
+        "quotes",
+        "{}",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(3), "{ran:?}");
+    assert!(ran.stderr.contains("300ms"), "{ran:?}");
+}

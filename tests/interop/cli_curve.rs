@@ -1,0 +1,220 @@
+//! `zmqs keys` and the CURVE options of `zmqs send` and `tail` (libzmq backend): certificates
+//! pyzmq reads, fingerprints as the crate logs them, and an allow-list from a directory of
+//! public certificates that admits a listed client and keeps another out.
+
+use std::{path::Path, time::Duration};
+
+use serde_json::json;
+
+use super::cli::{Running, run};
+use crate::support::{PyPeer, logs, python};
+
+/// A directory of this test's own, empty.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("zmqs-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// pyzmq's `zmq.auth.load_certificate` of `path`: (public, secret or "").
+fn pyzmq_reads(path: &Path) -> (String, String) {
+    let out = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import sys, zmq.auth; p, s = zmq.auth.load_certificate(sys.argv[1]); \
+             print(p.decode(), (s or b'').decode())",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut words = text.split_whitespace().map(str::to_owned);
+    let public = words
+        .next()
+        .unwrap_or_else(|| panic!("pyzmq could not read {}: {out:?}", path.display()));
+    (public, words.next().unwrap_or_default())
+}
+
+/// `zmqs keys new name --dir dir`: the public key it printed.
+async fn new_keys(dir: &Path, name: &str) -> String {
+    let ran = run(&["keys", "new", name, "--dir", dir.to_str().unwrap()]).await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    ran.json_lines()[0]["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_writes_certificates_pyzmq_reads_and_prints_fingerprints_as_the_crate_logs() {
+    let dir = scratch("keys");
+    let public = new_keys(&dir, "server").await;
+    let (public_file, secret_file) = (dir.join("server.key"), dir.join("server.key_secret"));
+
+    let (read_public, no_secret) = pyzmq_reads(&public_file);
+    assert_eq!(
+        (read_public.as_str(), no_secret.as_str()),
+        (public.as_str(), "")
+    );
+    let (read_public, secret) = pyzmq_reads(&secret_file);
+    assert_eq!(read_public, public);
+    let made = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import sys, zmq; print(zmq.curve_public(sys.argv[1].encode()).decode())",
+            &secret,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&made.stdout).trim(),
+        public,
+        "the halves belong together"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&secret_file)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    for key in [
+        public_file.to_str().unwrap(),
+        secret_file.to_str().unwrap(),
+        &public,
+    ] {
+        let ran = run(&["keys", "fingerprint", key]).await;
+        assert_eq!(ran.code(), Some(0), "{ran:?}");
+        assert_eq!(ran.stdout.trim(), &public[..8]);
+    }
+
+    // A key is never overwritten unless asked.
+    let again = run(&["keys", "new", "server", "--dir", dir.to_str().unwrap()]).await;
+    assert_eq!(again.code(), Some(1), "{again:?}");
+    assert!(again.stderr.contains("server.key_secret"), "{again:?}");
+    assert_eq!(pyzmq_reads(&public_file).0, public);
+    let forced = run(&[
+        "keys",
+        "new",
+        "server",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--force",
+    ])
+    .await;
+    assert_eq!(forced.code(), Some(0), "{forced:?}");
+    assert_ne!(pyzmq_reads(&public_file).0, public);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curve_admits_the_listed_client_and_keeps_another_out() {
+    logs();
+    let dir = scratch("curve");
+    let clients = dir.join("clients");
+    std::fs::create_dir_all(&clients).unwrap();
+    new_keys(&dir, "server").await;
+    new_keys(&clients, "worker").await;
+    let stranger = scratch("curve-stranger");
+    new_keys(&stranger, "stranger").await;
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (server_secret, server_public) = (
+        path(&dir.join("server.key_secret")),
+        path(&dir.join("server.key")),
+    );
+
+    let mut tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--timeout",
+        "30s",
+        "--curve-keys",
+        &server_secret,
+        "--curve-allow",
+        &path(&clients),
+    ]);
+    let address = tail.listening().await;
+
+    // Off the list: refused at the handshake, so the send finds no peer.
+    let refused = run(&[
+        "send",
+        &address,
+        "payments",
+        r#"{"from":"stranger"}"#,
+        "--timeout",
+        "500ms",
+        "--curve-server",
+        &server_public,
+        "--curve-keys",
+        &path(&stranger.join("stranger.key_secret")),
+    ])
+    .await;
+    assert_eq!(refused.code(), Some(3), "{refused:?}");
+
+    let sent = run(&[
+        "send",
+        &address,
+        "payments",
+        r#"{"from":"worker"}"#,
+        "--curve-server",
+        &server_public,
+        "--curve-keys",
+        &path(&clients.join("worker.key_secret")),
+    ])
+    .await;
+    assert_eq!(sent.code(), Some(0), "{sent:?}");
+    let line = tail.expect_line("the worker's message").await;
+    assert_eq!(line["payload"], json!({"from": "worker"}));
+    assert!(
+        tail.line(Duration::from_millis(200)).await.is_none(),
+        "the stranger's never came"
+    );
+
+    // A pyzmq CURVE client with the worker's certificate.
+    let (worker_public, worker_secret) = pyzmq_reads(&clients.join("worker.key_secret"));
+    let (server_key, _) = pyzmq_reads(&dir.join("server.key"));
+    let mut push = PyPeer::connect(
+        "PUSH",
+        &address,
+        json!({"CURVE_SERVERKEY": server_key, "CURVE_PUBLICKEY": worker_public, "CURVE_SECRETKEY": worker_secret}),
+    )
+    .await;
+    push.send(&[b"payments", b"", br#"{"from":"python"}"#])
+        .await;
+    assert_eq!(
+        tail.expect_line("pyzmq's message").await["payload"],
+        json!({"from": "python"})
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&stranger).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curve_options_the_command_line_cannot_honour_are_refused_with_status_2() {
+    let ran = run(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--curve-allow-any",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("--curve-keys"), "{ran:?}");
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "--curve-allow-any",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(2), "{ran:?}");
+    assert!(ran.stderr.contains("for a listener"), "{ran:?}");
+}
