@@ -33,10 +33,14 @@ async fn shutdown_counts_what_was_read_and_never_handed_to_a_handler() {
     // Every message read off the socket, the rest ahead of the handler, before it closes; and
     // the connection counted, which libzmq's monitor reports on a thread of its own, maybe after
     // the messages.
-    eventually(Duration::from_secs(15), "all ten read, the peer seen", || {
-        monitor.sockets().first().map(|socket| socket.received()) == Some(SENT)
-            && monitor.peers_seen() >= 1
-    })
+    eventually(
+        Duration::from_secs(15),
+        "all ten read, the peer seen",
+        || {
+            monitor.sockets().first().map(|socket| socket.received()) == Some(SENT)
+                && monitor.peers_seen() >= 1
+        },
+    )
     .await;
     drop(subscriber);
     let closed = connected.shutdown().await.unwrap();
