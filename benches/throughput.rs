@@ -754,6 +754,50 @@ fn answered(payload: &[u8]) -> u64 {
         .id
 }
 
+/// The round trips of requests `ids`, as their answers come: what a raw asker keeps, on
+/// either client.
+struct Latencies {
+    first: u64,
+    sent_at: Vec<Option<Instant>>,
+    taken: Vec<Duration>,
+}
+
+impl Latencies {
+    fn new(ids: &Range<u64>) -> Self {
+        let total = usize::try_from(ids.end - ids.start).unwrap();
+        Self {
+            first: ids.start,
+            sent_at: vec![None; total],
+            taken: Vec::with_capacity(total),
+        }
+    }
+
+    fn all(&self) -> bool {
+        self.taken.len() == self.sent_at.len()
+    }
+
+    /// How many are in flight once `next` is sent.
+    fn in_flight(&self, next: u64) -> u64 {
+        next - self.first - self.taken.len() as u64
+    }
+
+    fn sent(&mut self, id: u64) {
+        self.sent_at[usize::try_from(id - self.first).unwrap()] = Some(Instant::now());
+    }
+
+    /// Notes the answer whose payload is `payload`.
+    fn answered(&mut self, payload: &[u8]) {
+        let id = answered(payload);
+        if let Some(at) = self.sent_at[usize::try_from(id - self.first).unwrap()].take() {
+            self.taken.push(at.elapsed());
+        }
+    }
+
+    fn done(self) -> Arc<Vec<Duration>> {
+        Arc::new(self.taken)
+    }
+}
+
 /// The value of header `name` in a headers frame.
 fn header<'a>(headers: &'a [u8], name: &str) -> Option<&'a str> {
     std::str::from_utf8(headers).ok()?.lines().find_map(|line| {

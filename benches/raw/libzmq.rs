@@ -16,13 +16,13 @@ use std::{
         mpsc as std_mpsc,
     },
     thread,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use ruststream::Bytes;
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use crate::{Frames, RawAsker, RawPublisher, RawPusher, RawReader, Work};
+use crate::{Frames, Latencies, RawAsker, RawPublisher, RawPusher, RawReader, Work};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw libzmq sockets (`zmq` 0.9), one std thread each, blocking calls";
@@ -260,7 +260,8 @@ impl RawAsker for Asker {
                         thread.send(crate::request(next).to_vec());
                         next += 1;
                     }
-                    latencies.answered(&answers.recv().await.expect("an answer"));
+                    let answer = answers.recv().await.expect("an answer");
+                    latencies.answered(&answer[answer.len() - 1]);
                 }
                 (Self::Threaded(thread, answers), latencies.done())
             }),
@@ -289,51 +290,10 @@ fn ask(
             send(crate::request(next));
             next += 1;
         }
-        latencies.answered(&recv());
+        let answer = recv();
+        latencies.answered(&answer[answer.len() - 1]);
     }
     latencies.done()
-}
-
-/// The round trips of requests `ids`, as their answers come.
-struct Latencies {
-    first: u64,
-    sent_at: Vec<Option<Instant>>,
-    taken: Vec<Duration>,
-}
-
-impl Latencies {
-    fn new(ids: &Range<u64>) -> Self {
-        let total = usize::try_from(ids.end - ids.start).unwrap();
-        Self {
-            first: ids.start,
-            sent_at: vec![None; total],
-            taken: Vec::with_capacity(total),
-        }
-    }
-
-    fn all(&self) -> bool {
-        self.taken.len() == self.sent_at.len()
-    }
-
-    /// How many are in flight once `next` is sent.
-    fn in_flight(&self, next: u64) -> u64 {
-        next - self.first - self.taken.len() as u64
-    }
-
-    fn sent(&mut self, id: u64) {
-        self.sent_at[usize::try_from(id - self.first).unwrap()] = Some(Instant::now());
-    }
-
-    fn answered(&mut self, answer: &[Vec<u8>]) {
-        let id = crate::answered(&answer[answer.len() - 1]);
-        if let Some(at) = self.sent_at[usize::try_from(id - self.first).unwrap()].take() {
-            self.taken.push(at.elapsed());
-        }
-    }
-
-    fn done(self) -> Arc<Vec<Duration>> {
-        Arc::new(self.taken)
-    }
 }
 
 /// `--raw-hop router`: the ROUTER's thread hands each request to a task, which answers through

@@ -5,11 +5,7 @@
 //! Its sockets are the bench's `RawPusher`, `RawReader`, `RawPublisher` and `RawAsker`, so that
 //! a raw scenario is written once for both clients (`throughput.rs`, `Stack`).
 
-use std::{
-    ops::Range,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{ops::Range, sync::Arc, time::Duration};
 
 use ruststream::Bytes;
 use tokio::{sync::mpsc, task::JoinHandle};
@@ -18,7 +14,7 @@ use zeromq::{
     SocketRecv, SocketSend, SubSocket, ZmqMessage,
 };
 
-use crate::{Frames, RawAsker, RawPublisher, RawPusher, RawReader, Work};
+use crate::{Frames, Latencies, RawAsker, RawPublisher, RawPusher, RawReader, Work};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw `zeromq` 0.7 sockets, one tokio task each";
@@ -228,24 +224,18 @@ impl RawAsker for Asker {
     /// From a task of its own.
     fn run(mut self, ids: Range<u64>, window: u64) -> JoinHandle<(Self, Arc<Vec<Duration>>)> {
         tokio::spawn(async move {
-            let first = ids.start;
-            let total = ids.end - ids.start;
-            let mut sent_at = vec![None::<Instant>; usize::try_from(total).unwrap()];
-            let mut latencies = Vec::with_capacity(sent_at.len());
+            let mut latencies = Latencies::new(&ids);
             let mut next = ids.start;
-            while (latencies.len() as u64) < total {
-                while next < ids.end && next - first - (latencies.len() as u64) < window {
-                    sent_at[usize::try_from(next - first).unwrap()] = Some(Instant::now());
+            while !latencies.all() {
+                while next < ids.end && latencies.in_flight(next) < window {
+                    latencies.sent(next);
                     self.0.send(message(crate::request(next))).await;
                     next += 1;
                 }
                 let answer = self.0.recv().await;
-                let id = crate::answered(&answer[answer.len() - 1]);
-                if let Some(at) = sent_at[usize::try_from(id - first).unwrap()].take() {
-                    latencies.push(at.elapsed());
-                }
+                latencies.answered(&answer[answer.len() - 1]);
             }
-            (self, Arc::new(latencies))
+            (self, latencies.done())
         })
     }
 
