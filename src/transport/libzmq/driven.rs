@@ -135,16 +135,20 @@ impl Driven {
     /// One whole message, if one is waiting.
     pub(super) fn try_recv(&self) -> Result<Option<Frames>, zmq::Error> {
         self.shared().with(|socket| {
-            let first = match socket.recv_bytes(zmq::DONTWAIT) {
-                Ok(first) => first,
+            // One libzmq message read into frame after frame; whether more follow is a field of
+            // the frame, not a socket option to ask for.
+            let mut frame = zmq::Message::new();
+            match socket.recv(&mut frame, zmq::DONTWAIT) {
+                Ok(()) => {}
                 Err(zmq::Error::EAGAIN) => return Ok(None),
                 Err(err) => return Err(err),
-            };
-            let mut frames = vec![Bytes::from(first)];
+            }
+            let mut frames = vec![Bytes::copy_from_slice(&frame)];
             // libzmq hands over a message whole: once its first frame is read, the rest are
             // there.
-            while socket.get_rcvmore()? {
-                frames.push(Bytes::from(socket.recv_bytes(0)?));
+            while frame.get_more() {
+                socket.recv(&mut frame, 0)?;
+                frames.push(Bytes::copy_from_slice(&frame));
             }
             Ok(Some(frames))
         })
