@@ -31,18 +31,29 @@ use crate::{
 /// How long a bound fan-out waits for its probe to come back before it sends another.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
 
+/// A writer open for a target: its task, and its socket's figures, found with it by one lookup
+/// a send.
+struct Open {
+    writer: Arc<Writer>,
+    figures: Arc<SocketFigures>,
+    task: WriterTask,
+}
+
+/// A writer open for a target and its socket's figures, a shut-down error once closed, or
+/// nothing yet.
+type Found = Option<Result<(Arc<Writer>, Arc<SocketFigures>), ZmqError>>;
+
 /// The writers open so far, each with its task; none opens once they are closed.
 #[derive(Default)]
 struct Writers {
-    open: HashMap<Target, (Arc<Writer>, WriterTask)>,
+    open: HashMap<Target, Open>,
     /// The figures of each target's socket, kept across a writer's release and reopening.
     figures: HashMap<Target, Arc<SocketFigures>>,
     closed: bool,
 }
 
 impl Writers {
-    /// The writer open for `target`, a shut-down error once closed, or nothing yet.
-    fn found(&self, target: &Target) -> Option<Result<Arc<Writer>, ZmqError>> {
+    fn found(&self, target: &Target) -> Found {
         if self.closed {
             return Some(Err(ZmqError::ShutDown {
                 what: "a publisher",
@@ -50,7 +61,7 @@ impl Writers {
         }
         self.open
             .get(target)
-            .map(|(writer, _)| Ok(Arc::clone(writer)))
+            .map(|open| Ok((Arc::clone(&open.writer), Arc::clone(&open.figures))))
     }
 }
 
@@ -89,7 +100,7 @@ impl Outbound {
     }
 
     /// The writer for `target`, opened on first use and kept until the connection closes.
-    async fn writer(&self, target: &Target) -> Result<Arc<Writer>, ZmqError> {
+    async fn writer(&self, target: &Target) -> Result<(Arc<Writer>, Arc<SocketFigures>), ZmqError> {
         if let Some(found) = self.open_writer(target) {
             return found;
         }
@@ -115,14 +126,24 @@ impl Outbound {
             }
         };
         let writer = Arc::new(opened.0);
-        self.writers_mut()
-            .open
-            .insert(target.clone(), (Arc::clone(&writer), opened.1));
-        Ok(writer)
+        let mut writers = self.writers_mut();
+        let figures = Arc::clone(
+            writers
+                .figures
+                .entry(target.clone())
+                .or_insert_with(|| self.monitor.socket(SocketUse::Publisher, target.address())),
+        );
+        let open = Open {
+            writer: Arc::clone(&writer),
+            figures: Arc::clone(&figures),
+            task: opened.1,
+        };
+        writers.open.insert(target.clone(), open);
+        Ok((writer, figures))
     }
 
     /// The writer for `target` if it is open (a shut-down error once closed), without a wait.
-    fn open_writer(&self, target: &Target) -> Option<Result<Arc<Writer>, ZmqError>> {
+    fn open_writer(&self, target: &Target) -> Found {
         // No code panics while it holds the lock, so a poisoned one still holds a whole map.
         self.writers
             .read()
@@ -150,6 +171,7 @@ impl Outbound {
                     source: "its socket did not open before the deadline".into(),
                 })
             })?;
+        let (writer, _) = writer;
         writer.reach(deadline).await
     }
 
@@ -181,33 +203,17 @@ impl Outbound {
                 }),
         };
         let sent = match writer {
-            Ok(writer) => writer.send(frames, deadline).await,
+            Ok((writer, figures)) => {
+                let sent = writer.send(frames, deadline).await;
+                if sent.is_ok() {
+                    figures.count_sent();
+                }
+                sent
+            }
             Err(err) => Err(err),
         };
-        if sent.is_ok() {
-            self.figures(target).count_sent();
-        }
         self.count(&sent);
         sent
-    }
-
-    /// The figures of the socket toward `target`, registered on first use.
-    fn figures(&self, target: &Target) -> Arc<SocketFigures> {
-        if let Some(figures) = self
-            .writers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .figures
-            .get(target)
-        {
-            return Arc::clone(figures);
-        }
-        Arc::clone(
-            self.writers_mut()
-                .figures
-                .entry(target.clone())
-                .or_insert_with(|| self.monitor.socket(SocketUse::Publisher, target.address())),
-        )
     }
 
     fn count(&self, sent: &Result<(), ZmqError>) {
@@ -226,7 +232,8 @@ impl Outbound {
         heard: &Notify,
         probe: &Bytes,
     ) -> Result<(), ZmqError> {
-        let writer = self.writer(&Target::Dial(address.to_owned())).await?;
+        // The probes are not the broker's messages: its figures leave them out.
+        let (writer, _) = self.writer(&Target::Dial(address.to_owned())).await?;
         let deadline = self.deadline();
         loop {
             let frames = vec![probe.clone()];
@@ -254,8 +261,8 @@ impl Outbound {
             let _opening = self.opening.lock().await;
             self.writers_mut().open.remove(target)
         };
-        if let Some((_, task)) = opened {
-            task.close().await;
+        if let Some(open) = opened {
+            open.task.close().await;
         }
     }
 
@@ -299,6 +306,6 @@ impl Outbound {
             writers.closed = true;
             std::mem::take(&mut writers.open)
         };
-        futures::future::join_all(open.into_values().map(|(_, task)| task.close())).await;
+        futures::future::join_all(open.into_values().map(|open| open.task.close())).await;
     }
 }
