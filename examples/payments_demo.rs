@@ -7,13 +7,14 @@
 //! exits by itself.
 //!
 //! ```text
-//! cargo run --example payments_demo
+//! cargo run --example payments_demo                                      # the pure-Rust client
+//! cargo run --example payments_demo --features libzmq -- --backend libzmq   # libzmq
 //! ```
 
 use std::{collections::BTreeMap, convert::Infallible, net::TcpListener, time::Duration};
 
 use ruststream::{Broker, ConnectedBroker};
-use ruststream_zmq::prelude::*;
+use ruststream_zmq::{Backend, QueueKind, ZmqBroker, prelude::*};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -99,7 +100,11 @@ async fn park(
     HandlerOutcome::ack()
 }
 
-fn app(ledger: Ledger, payments: ZmqQueue<Bound>, dead_port: u16) -> impl App {
+fn app<B: Backend>(
+    ledger: Ledger,
+    payments: ZmqBroker<QueueKind, Bound, B>,
+    dead_port: u16,
+) -> impl App {
     RustStream::new(AppInfo::new("payments", "0.1.0"))
         .on_startup(async move |()| Ok::<_, Infallible>(AppState { ledger }))
         .with_broker(payments, |b| {
@@ -108,7 +113,9 @@ fn app(ledger: Ledger, payments: ZmqQueue<Bound>, dead_port: u16) -> impl App {
                 .dead_letter(format!("payments.dead@tcp://127.0.0.1:{dead_port}"));
         })
         .with_broker(
-            ZmqQueue::new(ZmqEndpoint::bind(format!("tcp://127.0.0.1:{dead_port}"))),
+            ZmqBroker::<QueueKind, Bound, B>::new(ZmqEndpoint::bind(format!(
+                "tcp://127.0.0.1:{dead_port}"
+            ))),
             |b| {
                 b.include(park.name("payments.dead"));
             },
@@ -118,8 +125,31 @@ fn app(ledger: Ledger, payments: ZmqQueue<Bound>, dead_port: u16) -> impl App {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ruststream::logging::init()?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let backend = match args.as_slice() {
+        // The crate root's backend: the pure-Rust client where the build has it.
+        [] if cfg!(feature = "zeromq") => "zeromq",
+        [] => "libzmq",
+        [flag, name] if flag == "--backend" => name,
+        _ => return Err("usage: payments_demo [--backend zeromq|libzmq]".into()),
+    };
+    match backend {
+        #[cfg(feature = "zeromq")]
+        "zeromq" => demo::<ruststream_zmq::zeromq::Zeromq>().await,
+        #[cfg(feature = "libzmq")]
+        "libzmq" => demo::<ruststream_zmq::libzmq::Libzmq>().await,
+        // A backend this build left out (a guard, so that no build finds the arm unreachable).
+        name if ["zeromq", "libzmq"].contains(&name) => {
+            Err(format!("this build has no {name} backend: run it with `--features {name}`").into())
+        }
+        other => Err(format!("--backend {other}: zeromq or libzmq").into()),
+    }
+}
+
+/// The service and its peer on backend `B`, to the end of the story.
+async fn demo<B: Backend>() -> Result<(), Box<dyn std::error::Error>> {
     let dead_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let payments = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let payments = ZmqBroker::<QueueKind, Bound, B>::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = payments.monitor();
     let (tx, mut fates) = mpsc::unbounded_channel();
     let running = app(Ledger(tx), payments, dead_port).start().await?;
@@ -128,7 +158,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("the payments queue did not bind")?;
 
     // The peer: a PUSH dialing the service, as a Python or C++ peer would.
-    let peer = ZmqQueue::new(ZmqEndpoint::dial(address.clone()))
+    let peer = ZmqBroker::<QueueKind, Dialing, B>::new(ZmqEndpoint::dial(address.clone()))
         .connect()
         .await?;
     let publisher = peer.publisher();

@@ -15,16 +15,12 @@
 //! It needs root (network namespaces). Where they cannot be made it fails, naming why, unless
 //! `RUSTSTREAM_ZMQ_SKIP_FLEET=1` is set: then it says so on stderr and passes without running.
 
-use std::{
-    io::Write,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{io::Write, path::Path, process::Command};
 
 use serde_json::Value;
 
 use super::BACKEND;
-use crate::backend::Backend;
+use crate::{backend::Backend, support::example_binary};
 
 /// Jobs per scale-out run and the stream of the fault run, as `--short` sets them.
 const SCALE_JOBS: u64 = 400;
@@ -102,66 +98,6 @@ fn skip_or_fail(reason: &str) {
     );
 }
 
-/// The example binary, next to this test's executable (`target/<profile>/examples/fleet`), built
-/// by the same cargo with this test's profile and features: `cargo test --all-targets` builds
-/// the examples only as test harnesses (`examples/fleet-<hash>`), and `cargo test --test live`
-/// not at all. The library is built already, so this compiles the example alone, once.
-fn fleet_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test runs from target/<profile>/deps");
-    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") => "dev",
-        Some(other) => other,
-        None => panic!("no profile directory above {}", exe.display()),
-    };
-    let target_dir = profile_dir.parent().expect("the target directory");
-    // The example is built with exactly the test's features, the backends among them, so the
-    // fleets of both backends in one run share one binary and its build.
-    let mut features = Vec::new();
-    if cfg!(feature = "testing") {
-        features.push("testing");
-    }
-    if cfg!(feature = "asyncapi") {
-        features.push("asyncapi");
-    }
-    if cfg!(feature = "metrics") {
-        features.push("metrics");
-    }
-    if cfg!(feature = "zeromq") {
-        features.push("zeromq");
-    }
-    if cfg!(feature = "libzmq") {
-        features.push("libzmq");
-    }
-    let out = Command::new(env!("CARGO"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "build",
-            "--quiet",
-            "--example",
-            "fleet",
-            "--no-default-features",
-            "--profile",
-            profile,
-        ])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .args(["--features", &features.join(",")])
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "cargo could not build the fleet example: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let binary = profile_dir.join("examples").join("fleet");
-    assert!(binary.exists(), "no {} after the build", binary.display());
-    binary
-}
-
 fn number(value: &Value, path: &str) -> u64 {
     value
         .pointer(path)
@@ -175,7 +111,7 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
         skip_or_fail(&reason);
         return;
     }
-    let binary = fleet_binary();
+    let binary = example_binary("fleet");
     let backend = BACKEND.name();
     // The fleet of the other backend may run beside this one, in namespaces of its own.
     let dir = std::env::temp_dir().join(format!(

@@ -43,6 +43,7 @@ mod on_zeromq {
     mod batches;
     mod closed;
     mod context;
+    mod demo;
     mod dropped_broker;
     mod exposure;
     mod fanout;
@@ -88,6 +89,7 @@ mod on_libzmq {
     mod batches;
     mod closed;
     mod context;
+    mod demo;
     mod dropped_broker;
     mod exposure;
     mod fanout;

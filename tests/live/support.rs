@@ -4,6 +4,8 @@
 use std::{
     io::Write,
     marker::PhantomData,
+    path::{Path, PathBuf},
+    process::Command,
     sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant},
 };
@@ -311,4 +313,64 @@ pub fn test_name(module: &str, name: &str) -> String {
         .split_once("::")
         .expect("a test module inside the test crate");
     format!("{within}::{name}")
+}
+
+/// The example `name`, next to this test's executable (`target/<profile>/examples/<name>`), built
+/// by the same cargo with this test's profile and features: `cargo test --all-targets` builds
+/// the examples only as test harnesses (`examples/<name>-<hash>`), and `cargo test --test live`
+/// not at all. The library is built already, so this compiles the example alone.
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test runs from target/<profile>/deps");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(other) => other,
+        None => panic!("no profile directory above {}", exe.display()),
+    };
+    let target_dir = profile_dir.parent().expect("the target directory");
+    // The example is built with exactly the test's features, the backends among them, so the
+    // runs of both backends share one binary and its build.
+    let mut features = Vec::new();
+    if cfg!(feature = "testing") {
+        features.push("testing");
+    }
+    if cfg!(feature = "asyncapi") {
+        features.push("asyncapi");
+    }
+    if cfg!(feature = "metrics") {
+        features.push("metrics");
+    }
+    if cfg!(feature = "zeromq") {
+        features.push("zeromq");
+    }
+    if cfg!(feature = "libzmq") {
+        features.push("libzmq");
+    }
+    let out = Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "build",
+            "--quiet",
+            "--example",
+            name,
+            "--no-default-features",
+            "--profile",
+            profile,
+        ])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .args(["--features", &features.join(",")])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo could not build the {name} example: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let binary = profile_dir.join("examples").join(name);
+    assert!(binary.exists(), "no {} after the build", binary.display());
+    binary
 }
