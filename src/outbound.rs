@@ -163,7 +163,7 @@ impl Outbound {
     /// Opens the writer for `target` now and waits until it has a peer, by the send deadline.
     pub(crate) async fn open_reached(&self, target: &Target) -> Result<(), ZmqError> {
         let deadline = self.deadline();
-        let writer = timeout_at(deadline, self.writer(target))
+        let (writer, _) = timeout_at(deadline, self.writer(target))
             .await
             .unwrap_or_else(|_| {
                 Err(ZmqError::Connect {
@@ -171,7 +171,6 @@ impl Outbound {
                     source: "its socket did not open before the deadline".into(),
                 })
             })?;
-        let (writer, _) = writer;
         writer.reach(deadline).await
     }
 
