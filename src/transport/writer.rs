@@ -221,11 +221,12 @@ impl Writer {
             sending.reach().await;
             Ok(())
         };
-        // On the socket's runtime, as its sends are.
-        let reached = self.runtime.spawn(reached);
-        match timeout_at(deadline, reached).await {
-            Ok(outcome) => outcome.map_err(|_| gone())?,
-            Err(_) => Err(not_reached()),
+        // On the socket's runtime, as its sends are, and ended by the deadline there: a wait
+        // left running would hold the socket from every send after it.
+        match self.runtime.spawn(timeout_at(deadline, reached)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(not_reached()),
+            Err(_) => Err(gone()),
         }
     }
 

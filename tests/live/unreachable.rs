@@ -7,6 +7,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use ruststream::{Broker, ConnectedBroker};
+
 use super::{Feeder, prelude::*};
 use crate::support::{
     AppState, Plan, capture_logs, eventually, free_port, journal, log_lines, work,
@@ -165,4 +167,29 @@ async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_in_one_send_ti
     feeder.close().await;
     running.shutdown().await.unwrap();
     retry_queue.shutdown().await.unwrap();
+}
+
+/// A `dial_publisher` that found no peer by its deadline lets go of the socket: the broker
+/// still shuts down at once, where a wait left running held the socket's close for the whole
+/// close wait (2 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dial_publisher_that_found_no_peer_lets_go_of_its_socket() {
+    let address = format!("tcp://127.0.0.1:{}", free_port());
+    let connected = ZmqQueue::new(ZmqEndpoint::dial(address))
+        .send_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let err = connected
+        .dial_publisher()
+        .await
+        .expect_err("no peer listens");
+    assert!(matches!(err, ZmqError::Connect { .. }), "{err}");
+    let started = Instant::now();
+    connected.shutdown().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
 }
