@@ -108,6 +108,6 @@ impl IncomingMessage for ZmqMessage {
 /// The same key as [`IncomingMessage::partition_key`], for code bound on the capability.
 impl Partitioned for ZmqMessage {
     fn partition_key(&self) -> Option<&[u8]> {
-        self.lane.of(&self.headers, self.requester.as_ref())
+        IncomingMessage::partition_key(self)
     }
 }
