@@ -74,17 +74,10 @@ impl CurvePublicKey {
     /// # Ok::<(), ruststream_zmq::ZmqError>(())
     /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
-        let path = path.as_ref();
-        let failed = |why: String| ZmqError::CurveKey {
-            what: format!("the certificate {}", path.display()),
-            why,
-        };
-        let text = std::fs::read_to_string(path).map_err(|err| failed(err.to_string()))?;
-        let public = certificate_value(&text, "public-key")
-            .ok_or_else(|| failed("it has no `public-key = \"...\"` line".to_owned()))?;
-        decode(public.trim(), "a public key")
+        let certificate = Certificate::read(path.as_ref())?;
+        decode(certificate.public()?.trim(), "a public key")
             .map(Self)
-            .map_err(|err| failed(err.to_string()))
+            .map_err(|err| certificate.failed(err.to_string()))
     }
 
     /// The first 8 Z85 characters: enough to tell keys apart in a log.
@@ -242,20 +235,20 @@ impl CurveKeyPair {
     /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
         let path = path.as_ref();
-        let what = format!("the certificate {}", path.display());
-        let failed = |why: String| ZmqError::CurveKey {
-            what: what.clone(),
-            why,
-        };
-        let text = std::fs::read_to_string(path).map_err(|err| failed(err.to_string()))?;
-        let public = certificate_value(&text, "public-key")
-            .ok_or_else(|| failed("it has no `public-key = \"...\"` line".to_owned()))?;
-        let secret = certificate_value(&text, "secret-key").ok_or_else(|| {
-            failed("it has no `secret-key = \"...\"` line: is it the public certificate?".into())
+        let certificate = Certificate::read(path)?;
+        let public = certificate.public()?;
+        let secret = certificate.value("secret-key").ok_or_else(|| {
+            certificate.failed(
+                "it has no `secret-key = \"...\"` line: is it the public certificate?".into(),
+            )
         })?;
-        owner_only(path).map_err(failed)?;
+        owner_only(path).map_err(|why| certificate.failed(why))?;
         let public = CurvePublicKey::from_z85(public)?;
-        Self::checked(public, decode(secret.trim(), "a secret key")?, &what)
+        Self::checked(
+            public,
+            decode(secret.trim(), "a secret key")?,
+            &certificate.what,
+        )
     }
 
     /// A key pair from two environment variables holding the Z85 text of each half.
@@ -383,17 +376,54 @@ fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), ZmqError> {
         .open(path)
         .and_then(|mut file| file.write_all(text.as_bytes()))
         .map_err(|err| ZmqError::CurveKey {
-            what: format!("the certificate {}", path.display()),
+            what: certificate_named(path),
             why: format!("it could not be written: {err}"),
         })
 }
 
-/// The value of a `name = "value"` line of a certificate.
-fn certificate_value<'t>(text: &'t str, name: &str) -> Option<&'t str> {
-    text.lines().find_map(|line| {
-        let (key, value) = line.split_once('=')?;
-        (key.trim() == name).then(|| value.trim().trim_matches('"'))
-    })
+/// How errors name the certificate at `path`.
+fn certificate_named(path: &Path) -> String {
+    format!("the certificate {}", path.display())
+}
+
+/// A certificate file read whole, the public one or the secret one; its errors name it.
+struct Certificate {
+    what: String,
+    text: String,
+}
+
+impl Certificate {
+    fn read(path: &Path) -> Result<Self, ZmqError> {
+        let what = certificate_named(path);
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok(Self { what, text }),
+            Err(err) => Err(ZmqError::CurveKey {
+                what,
+                why: err.to_string(),
+            }),
+        }
+    }
+
+    fn failed(&self, why: String) -> ZmqError {
+        ZmqError::CurveKey {
+            what: self.what.clone(),
+            why,
+        }
+    }
+
+    /// The value of its `name = "value"` line.
+    fn value(&self, name: &str) -> Option<&str> {
+        self.text.lines().find_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == name).then(|| value.trim().trim_matches('"'))
+        })
+    }
+
+    /// The Z85 text of its public key, which both certificates hold.
+    fn public(&self) -> Result<&str, ZmqError> {
+        self.value("public-key")
+            .ok_or_else(|| self.failed("it has no `public-key = \"...\"` line".to_owned()))
+    }
 }
 
 /// Refuses a secret key file that other users than its owner may read or write (any of the
