@@ -45,6 +45,16 @@ impl Ran {
         self.status.code()
     }
 
+    /// Asserts that it exited with `code`, saying `says` on stderr.
+    #[track_caller]
+    pub fn failed_with(&self, code: i32, says: &str) {
+        assert_eq!(self.code(), Some(code), "{self:?}");
+        assert!(
+            self.stderr.contains(says),
+            "no {says:?} on stderr: {self:?}"
+        );
+    }
+
     /// Each stdout line as JSON.
     pub fn json_lines(&self) -> Vec<Value> {
         self.stdout
@@ -492,11 +502,7 @@ async fn tail_and_send_say_timed_out_with_status_3_and_a_bad_command_line_with_2
         "300ms",
     ])
     .await;
-    assert_eq!(ran.code(), Some(3), "{ran:?}");
-    assert!(
-        ran.stderr.contains("0 of 2 messages arrived within 300ms"),
-        "{ran:?}"
-    );
+    ran.failed_with(3, "0 of 2 messages arrived within 300ms");
 
     // Nothing listens on port 1.
     let ran = run(&[
@@ -508,11 +514,7 @@ async fn tail_and_send_say_timed_out_with_status_3_and_a_bad_command_line_with_2
         "300ms",
     ])
     .await;
-    assert_eq!(ran.code(), Some(3), "{ran:?}");
-    assert!(
-        ran.stderr.contains("no peer answered at tcp://127.0.0.1:1"),
-        "{ran:?}"
-    );
+    ran.failed_with(3, "no peer answered at tcp://127.0.0.1:1");
 
     let ran = run(&[
         "send",
@@ -523,11 +525,7 @@ async fn tail_and_send_say_timed_out_with_status_3_and_a_bad_command_line_with_2
         "x-tenant",
     ])
     .await;
-    assert_eq!(ran.code(), Some(2), "{ran:?}");
-    assert!(
-        ran.stderr.contains("header `x-tenant` has no `=`"),
-        "{ran:?}"
-    );
+    ran.failed_with(2, "header `x-tenant` has no `=`");
     let ran = run(&[
         "send",
         "tcp://127.0.0.1:1",
@@ -627,6 +625,5 @@ async fn ask_sends_its_headers_to_a_python_router_and_times_out_with_status_3() 
         "300ms",
     ])
     .await;
-    assert_eq!(ran.code(), Some(3), "{ran:?}");
-    assert!(ran.stderr.contains("300ms"), "{ran:?}");
+    ran.failed_with(3, "300ms");
 }
