@@ -111,6 +111,51 @@ async fn keys_writes_certificates_pyzmq_reads_and_prints_fingerprints_as_the_cra
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Z85 has `-` among its characters: a key that starts with one is read as a key, not as an
+/// option, wherever a command takes a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_that_starts_with_a_hyphen_is_read_as_a_key() {
+    logs();
+    const KEY: &str = "-000000000000000000000000000000000000000";
+    let ran = run(&["keys", "fingerprint", KEY]).await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), &KEY[..8]);
+    // Past the command line, each runs until its timeout: nothing listens on port 1, nobody
+    // sends to the listener.
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "--curve-server",
+        KEY,
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(3, "no peer answered at tcp://127.0.0.1:1");
+    let dir = scratch("hyphen");
+    new_keys(&dir, "server").await;
+    let secret = dir.join("server.key_secret");
+    let ran = run(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--curve-keys",
+        secret.to_str().unwrap(),
+        "--curve-allow",
+        KEY,
+        "--count",
+        "1",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    std::fs::remove_dir_all(&dir).unwrap();
+    ran.failed_with(3, "0 of 1 messages arrived within 300ms");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curve_admits_the_listed_client_and_keeps_another_out() {
     logs();

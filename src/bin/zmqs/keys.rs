@@ -38,6 +38,8 @@ pub struct New {
 #[command(after_help = EXIT_STATUSES)]
 pub struct Fingerprint {
     /// The key: 40 Z85 characters, or a certificate file (public or secret)
+    // Z85 has `-` among its characters, so a key may start with one.
+    #[arg(allow_hyphen_values = true)]
     key: String,
 }
 

@@ -47,12 +47,13 @@ pub struct CurveArgs {
     pub curve_keys: Option<String>,
 
     /// Dialing: the server's public key, as 40 Z85 characters or a certificate file
-    #[arg(long, value_name = "KEY|FILE")]
+    // Z85 has `-` among its characters, so a key may start with one.
+    #[arg(long, value_name = "KEY|FILE", allow_hyphen_values = true)]
     pub curve_server: Option<String>,
 
     /// Listening: a client key to admit (Z85, a certificate file, or a directory of `.key`
     /// files); repeat it for more
-    #[arg(long, value_name = "KEY|FILE|DIR")]
+    #[arg(long, value_name = "KEY|FILE|DIR", allow_hyphen_values = true)]
     pub curve_allow: Vec<String>,
 
     /// Listening: admit any client that holds the server's public key
