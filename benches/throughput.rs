@@ -356,6 +356,8 @@ trait RawAsker: Sized {
 const WARM_UP: u64 = u64::MAX;
 /// The delay of the retry burst.
 const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// The shortest pause in a retry burst's deliveries that counts as a stall.
+const STALL: Duration = Duration::from_millis(20);
 /// How long a run may take before it counts what is missing as lost.
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -618,6 +620,7 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
     let delay = u64::try_from(RETRY_DELAY.as_nanos()).unwrap();
     let (mut early, mut lost, mut late) = (0_u64, 0_u64, Vec::new());
     let (mut first_min, mut first_max) = (u64::MAX, 0);
+    let mut seen = Vec::with_capacity(burst.first.len());
     for (first, second) in burst.first.iter().zip(&burst.second) {
         let (first, second) = (
             first.load(Ordering::Relaxed),
@@ -627,6 +630,7 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
             lost += 1;
             continue;
         }
+        seen.push((first, second));
         first_min = first_min.min(first);
         first_max = first_max.max(first);
         if second < first + delay {
@@ -636,6 +640,7 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
         }
     }
     let (p50, p99) = percentiles(late).unwrap_or_default();
+    let (stalls, longest) = stalls(&seen, delay);
     vec![
         ("early", early as f64),
         ("lost", lost as f64),
@@ -645,9 +650,40 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
             "first deliveries spread over, ms",
             first_max.saturating_sub(first_min) as f64 / 1e6,
         ),
+        ("stalls", stalls as f64),
+        ("longest stall, ms", longest as f64 / 1e6),
         ("peak RSS growth, MB", run.peak_growth_kib / 1024.0),
         ("peak RSS, MB", run.peak_kib / 1024.0),
     ]
+}
+
+/// The pauses of [`STALL`] or more in a burst's deliveries (`seen`: each message's first and
+/// second, in nanoseconds) while a copy was due and not yet delivered: how many, and the longest
+/// in nanoseconds. Lateness made of such pauses is time no handler ran, not a slow path.
+fn stalls(seen: &[(u64, u64)], delay: u64) -> (usize, u64) {
+    let sorted = |mut times: Vec<u64>| {
+        times.sort_unstable();
+        times
+    };
+    let delivered = sorted(
+        seen.iter()
+            .flat_map(|&(first, second)| [first, second])
+            .collect(),
+    );
+    let due = sorted(seen.iter().map(|&(first, _)| first + delay).collect());
+    let copies = sorted(seen.iter().map(|&(_, second)| second).collect());
+    let stall = u64::try_from(STALL.as_nanos()).unwrap();
+    let (mut count, mut longest) = (0, 0);
+    for pair in delivered.windows(2) {
+        let (at, pause) = (pair[0], pair[1] - pair[0]);
+        let waiting =
+            due.partition_point(|&time| time <= at) > copies.partition_point(|&time| time <= at);
+        if pause >= stall && waiting {
+            count += 1;
+            longest = longest.max(pause);
+        }
+    }
+    (count, longest)
 }
 
 /// The same burst on the framework's in-process broker, which delays a redelivery itself (a
