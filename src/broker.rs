@@ -243,8 +243,8 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
     /// the pressure. A subscription may set its own
     /// ([`Subscription::read_ahead`](crate::Subscription::read_ahead)).
     ///
-    /// On the default backend, a queue or a responder on a bound endpoint is read by its
-    /// handler's own task, one message at a time as the handler takes them: nothing is read
+    /// A queue on a bound endpoint (and on the default backend, a responder on one) is read by
+    /// its handler's own task, one message at a time as the handler takes them: nothing is read
     /// ahead of it, and the socket's own buffers are the only queue.
     ///
     /// ```

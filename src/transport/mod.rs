@@ -270,10 +270,6 @@ impl<R: ReadSocket> Reads for R {
 pub(crate) enum HandOver<R> {
     /// The subscription reads the socket through this end; the task keeps its peers and closes
     /// it.
-    #[cfg_attr(
-        not(feature = "zeromq"),
-        expect(dead_code, reason = "only the zeromq backend hands a reader over")
-    )]
     Handed(ReadingEnd, BoxTask),
     /// The backend keeps the socket to a reader task.
     Kept(R),

@@ -4,8 +4,8 @@
 //! hand-off costs more than the read where the two tasks run on two workers that wake each
 //! other (BENCHMARKS.md measures it with the bench's `--raw-hop router`). Where nothing else
 //! needs the socket's receiving side (a bound ROUTER whose answers leave through its other half,
-//! a bound PULL of the `zeromq` client), the subscription reads it itself, and the socket's task
-//! keeps only its peers and its close.
+//! a bound PULL), the subscription reads it itself, and the socket's task keeps only its peers
+//! and its close.
 //!
 //! Imports: its parent `transport`.
 
@@ -25,10 +25,6 @@ use super::Received;
 pub(crate) struct ReadingEnd(Mutex<BoxStream<'static, Received>>);
 
 impl ReadingEnd {
-    #[cfg_attr(
-        not(feature = "zeromq"),
-        expect(dead_code, reason = "only the zeromq backend hands reading ends over")
-    )]
     pub(crate) fn new(messages: BoxStream<'static, Received>) -> Self {
         Self(Mutex::new(messages))
     }

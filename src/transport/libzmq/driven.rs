@@ -16,6 +16,7 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, AtomicI16, Ordering},
     },
+    task::{Context, Poll},
 };
 
 use ruststream::Bytes;
@@ -152,6 +153,29 @@ impl Driven {
             }
             Ok(Some(frames))
         })
+    }
+
+    /// One whole message, or a wait for one registered with `cx`: what a socket read by its
+    /// subscription's task polls, where its own task awaits [`ready`](Self::ready).
+    pub(super) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Frames, zmq::Error>> {
+        loop {
+            if let Some(frames) = self.try_recv()? {
+                return Poll::Ready(Ok(frames));
+            }
+            // Asking takes in what libzmq signalled, so a signal after it wakes the wait below.
+            if self
+                .shared()
+                .with(zmq::Socket::get_events)?
+                .contains(zmq::POLLIN)
+            {
+                continue;
+            }
+            match self.0.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut guard)) => guard.clear_ready(),
+                // The runtime is shutting down: nothing more will be read.
+                Poll::Ready(Err(_)) | Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 
     /// Sends one message if the socket takes it now; `false` when it has no room (no peer, or

@@ -8,7 +8,7 @@
 //! handler's task), and reading its monitor: who is connected, and who left.
 //!
 //! - [`driven`]: a socket driven through its notification descriptor by the task that waits on
-//!   it, and sent through from others;
+//!   it, and sent through from others; [`handed`]: a bound PULL read by its subscription;
 //! - [`watcher`]: who a socket is connected to, from its monitor, read by a thread of its own;
 //! - [`security`]: the CURVE keys of each socket, as its endpoint, its broker's destinations and
 //!   this process's own listeners say; [`zap`]: who may connect.
@@ -18,6 +18,7 @@
 
 mod driven;
 mod duplex;
+mod handed;
 mod security;
 mod seed;
 mod watcher;
@@ -28,7 +29,10 @@ use std::{
     time::Duration,
 };
 
-use tokio::time::{Instant, sleep_until};
+use tokio::{
+    sync::{mpsc, watch},
+    time::{Instant, sleep_until},
+};
 
 pub(crate) use self::duplex::LibzmqDuplex;
 use self::{
@@ -37,7 +41,7 @@ use self::{
     watcher::Watched,
 };
 use super::{
-    Backend, SocketBackend, Transport,
+    Backend, HandOver, Received, SocketBackend, Transport,
     backend::{Opening, ReadSocket, WriteSocket},
     fault, refused_send, sealed, transport_of,
 };
@@ -472,6 +476,20 @@ impl ReadSocket for LibzmqReader {
 
     async fn close(self) {
         self.0.close().await;
+    }
+
+    /// Hands a bound PULL over to the subscription, which reads it in its own task
+    /// ([`handed`]). Any other socket comes back.
+    fn hand_over(
+        self,
+        subscriber: mpsc::Sender<Received>,
+        shutdown: watch::Receiver<bool>,
+    ) -> HandOver<Self> {
+        if self.0.role != Role::Pull || !self.0.binds {
+            return HandOver::Kept(self);
+        }
+        let (reading, task) = handed::hand_over(self.0, subscriber, shutdown);
+        HandOver::Handed(reading, task)
     }
 }
 
