@@ -620,6 +620,7 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
     let delay = u64::try_from(RETRY_DELAY.as_nanos()).unwrap();
     let (mut early, mut lost, mut late) = (0_u64, 0_u64, Vec::new());
     let (mut first_min, mut first_max) = (u64::MAX, 0);
+    let (mut copy_min, mut copy_max) = (u64::MAX, 0);
     let mut seen = Vec::with_capacity(burst.first.len());
     for (first, second) in burst.first.iter().zip(&burst.second) {
         let (first, second) = (
@@ -633,6 +634,8 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
         seen.push((first, second));
         first_min = first_min.min(first);
         first_max = first_max.max(first);
+        copy_min = copy_min.min(second);
+        copy_max = copy_max.max(second);
         if second < first + delay {
             early += 1;
         } else {
@@ -649,6 +652,10 @@ fn lateness(burst: &Burst, run: &Run) -> Vec<(&'static str, f64)> {
         (
             "first deliveries spread over, ms",
             first_max.saturating_sub(first_min) as f64 / 1e6,
+        ),
+        (
+            "copies spread over, ms",
+            copy_max.saturating_sub(copy_min) as f64 / 1e6,
         ),
         ("stalls", stalls as f64),
         ("longest stall, ms", longest as f64 / 1e6),
