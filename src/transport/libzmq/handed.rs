@@ -57,7 +57,6 @@ pub(super) fn hand_over(
         let Some(driven) = held.as_ref() else {
             return Poll::Ready(None);
         };
-        reading.waiting.register(cx.waker());
         match driven.poll_recv(cx) {
             Poll::Ready(Ok(frames)) => {
                 budget.made_progress();
@@ -72,7 +71,11 @@ pub(super) fn hand_over(
                 cx.waker().wake_by_ref();
                 Poll::Pending
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                // Registered under the lock the closing task takes before it wakes this.
+                reading.waiting.register(cx.waker());
+                Poll::Pending
+            }
         }
     });
     let task = async move {
