@@ -147,10 +147,38 @@ pub(crate) fn verdict(
 mod tests {
     use super::*;
 
+    /// The runtime's count: `SubscriptionCount` is non-exhaustive, so set its fields.
+    fn consuming(active: usize, started: usize) -> SubscriptionCount {
+        let mut count = SubscriptionCount::default();
+        count.active = active;
+        count.started = started;
+        count
+    }
+
     #[test]
     fn ready_only_running_with_every_subscription_and_a_peer_where_one_is_needed() {
-        let all = SubscriptionCount::default();
+        let all = consuming(3, 3);
         assert_eq!(verdict(&HealthState::Running, all, &[]), Ok(()));
+        // One of three ended: not ready, though it runs and every peer is there.
+        assert_eq!(
+            verdict(&HealthState::Running, consuming(2, 3), &[("tcp://a:1", 1)]),
+            Err(NotReady::SubscriptionEnded {
+                active: 2,
+                started: 3
+            })
+        );
+        assert_eq!(
+            verdict(&HealthState::Running, consuming(0, 1), &[]),
+            Err(NotReady::SubscriptionEnded {
+                active: 0,
+                started: 1
+            })
+        );
+        assert_eq!(
+            verdict(&HealthState::Running, consuming(0, 0), &[]),
+            Ok(()),
+            "a service that started no subscription lacks none"
+        );
         assert_eq!(
             verdict(&HealthState::Running, all, &[("tcp://a:1", 2)]),
             Ok(())
