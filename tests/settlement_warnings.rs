@@ -5,10 +5,8 @@
 //! `on_libzmq::...`).
 
 use std::{
-    io::Write,
-    net::TcpListener,
     sync::{
-        Arc, Mutex,
+        Mutex,
         atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
@@ -19,6 +17,19 @@ use ruststream_zmq::prelude::*;
 use ruststream_zmq::{Backend, QueueKind, ZmqBroker};
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::EnvFilter;
+
+#[path = "common/logs.rs"]
+mod logs;
+#[path = "common/poll.rs"]
+mod poll;
+#[path = "common/ports.rs"]
+mod ports;
+
+use logs::Captured;
+use ports::free_port;
+
+/// How long a service may take to handle what it was fed, or to log a line.
+const WAIT: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Serialize, Deserialize, Outgoing)]
 struct Payment {
@@ -65,42 +76,20 @@ fn quiet_settlement(base: &str) -> EnvFilter {
     filter
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-
-    fn count(&self, needle: &str) -> usize {
-        self.text().lines().filter(|l| l.contains(needle)).count()
-    }
-
-    /// Polls until `needle` was logged `times` times; panics with the log at the deadline.
-    async fn until(&self, needle: &str, times: usize) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        while self.count(needle) < times {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "`{needle}` logged {} times, not {times}:\n{}",
-                self.count(needle),
-                self.text()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Waits until `needle` was logged `times` times; fails with the log at the deadline.
+async fn logged_times(captured: &Captured, needle: &str, times: usize) {
+    poll::until(
+        WAIT,
+        format_args!("`{needle}` logged {times} times"),
+        || {
+            if captured.count(needle) >= times {
+                Ok(())
+            } else {
+                Err(captured.text())
+            }
+        },
+    )
+    .await;
 }
 
 /// Runs `service` on a current-thread runtime (so the thread's subscriber sees every task) with
@@ -130,27 +119,17 @@ fn logged_under<F: Future<Output = ()>>(
     (captured, CALLS.load(Ordering::SeqCst))
 }
 
-/// Polls until the handlers were called `calls` times; panics with the log at the deadline.
+/// Waits until the handlers were called `calls` times; fails with the log at the deadline.
 async fn handled(calls: usize, captured: &Captured) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while CALLS.load(Ordering::SeqCst) < calls {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{} handler calls, not {calls}:\n{}",
-            CALLS.load(Ordering::SeqCst),
-            captured.text()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// A loopback port nobody listens on.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    poll::until(WAIT, format_args!("{calls} handler calls"), || {
+        let called = CALLS.load(Ordering::SeqCst);
+        if called >= calls {
+            Ok(())
+        } else {
+            Err(format!("{called} calls so far:\n{}", captured.text()))
+        }
+    })
+    .await;
 }
 
 /// A PUSH on backend `B` dialing `address`, and the messages it sends there under `payments`.
@@ -217,7 +196,7 @@ fn run_service<B: Backend>(filter: EnvFilter) -> Captured {
         // Calls: 1, 2, 3, 4 and its copy, then 4 on the dead-letter queue.
         handled(6, &captured).await;
         // The undecodable payload is warned about before it is settled.
-        captured.until("codec decode failed", 1).await;
+        logged_times(&captured, "codec decode failed", 1).await;
         // Shutting down waits for the deliveries being settled, so every line is written now.
         running.shutdown().await.unwrap();
         peer.shutdown().await.unwrap();
@@ -252,15 +231,14 @@ fn run_service_losing_a_copy<B: Backend>(filter: EnvFilter) -> Captured {
         )
         .await;
         handled(2, &captured).await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        while monitor.send_failures() < 1 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the copy never failed:\n{}",
-                captured.text()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        poll::until(WAIT, "the copy to fail", || {
+            if monitor.send_failures() >= 1 {
+                Ok(())
+            } else {
+                Err(captured.text())
+            }
+        })
+        .await;
         running.shutdown().await.unwrap();
         peer.shutdown().await.unwrap();
     });

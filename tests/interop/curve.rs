@@ -5,21 +5,17 @@
 //! process's own toward its own listeners; and the process aborting, never admitting, when the
 //! authentication handler fails.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::time::Duration;
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher, Subscribe};
 use ruststream_zmq::{Curve, CurveKeyPair, CurvePublicKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
 
 use super::prelude::*;
 use crate::support::{
-    ChildTest, Deadline, PyPeer, STEP, Tap, alone, captured_logs, interrupt_until_handled_by,
-    is_child, json_of, log_lines, logged, logs, python,
+    ChildTest, PyPeer, STEP, Tap, alone, captured_logs, interrupt_until_handled_by, is_child,
+    json_of, log_lines, logged, logs, python, relay::Relay, until, until_async,
 };
 
 /// What the messages carry: it must never be seen on the wire under CURVE.
@@ -46,62 +42,6 @@ fn client_of(server: &CurvePublicKey, (public, secret): &(String, String)) -> Va
         "CURVE_PUBLICKEY": public,
         "CURVE_SECRETKEY": secret,
     })
-}
-
-/// A TCP relay to `target` that keeps every byte crossing it, both ways.
-struct Relay {
-    address: String,
-    seen: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Relay {
-    async fn to(target: &str) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = format!("tcp://{}", listener.local_addr().unwrap());
-        let target = target.trim_start_matches("tcp://").to_owned();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&seen);
-        tokio::spawn(async move {
-            while let Ok((inbound, _)) = listener.accept().await {
-                let Ok(outbound) = TcpStream::connect(&target).await else {
-                    continue;
-                };
-                let (from_in, to_in) = inbound.into_split();
-                let (from_out, to_out) = outbound.into_split();
-                tokio::spawn(copy(from_in, to_out, Arc::clone(&kept)));
-                tokio::spawn(copy(from_out, to_in, Arc::clone(&kept)));
-            }
-        });
-        Self { address, seen }
-    }
-
-    /// Whether `text` crossed the relay in clear, and how many bytes crossed in all.
-    fn saw(&self, text: &str) -> (bool, usize) {
-        let seen = self.seen.lock().unwrap();
-        let found = seen
-            .windows(text.len())
-            .any(|window| window == text.as_bytes());
-        (found, seen.len())
-    }
-}
-
-async fn copy(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    seen: Arc<Mutex<Vec<u8>>>,
-) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut buffer = vec![0; 1 << 16];
-    while let Ok(n) = from.read(&mut buffer).await {
-        if n == 0 {
-            break;
-        }
-        // Kept before it is passed on: once the far side has it, the relay has seen it.
-        seen.lock().unwrap().extend_from_slice(&buffer[..n]);
-        if to.write_all(&buffer[..n]).await.is_err() {
-            break;
-        }
-    }
 }
 
 /// Sends job `n` from a peer whose handshake is refused: once refused, its PUSH has no peer to
@@ -193,11 +133,7 @@ async fn a_client_with_a_wrong_server_key_is_refused_and_counted_and_nothing_arr
     let impostor = CurveKeyPair::generate().unwrap().public();
     let mut peer = PyPeer::connect("PUSH", &address, client_of(&impostor, &client)).await;
     offer(&mut peer, 1).await;
-    let deadline = Deadline::after(STEP, "the handshake with a wrong server key refused");
-    while monitor.peers_refused() == 0 {
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    refused(&monitor, 1, "the handshake with a wrong server key refused").await;
     assert!(tap.next(Duration::from_millis(300)).await.is_none());
     connected.shutdown().await.unwrap();
 }
@@ -222,23 +158,24 @@ async fn the_allow_list_holds(signalled: bool) {
     let monitor = connected.monitor();
     if signalled {
         // The handler's thread takes its name once it runs; until then it carries its parent's.
-        let deadline = Deadline::after(STEP, "the authentication handler's thread (zmq-zap)");
-        while !a_thread_named("zmq-zap") {
-            deadline.check();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until(
+            STEP,
+            "the authentication handler's thread (zmq-zap)",
+            || a_thread_named("zmq-zap"),
+        )
+        .await;
         interrupt_until_handled_by("zmq-zap").await;
     }
     let mut peer = PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
     offer(&mut peer, 1).await;
-    let deadline = Deadline::after(STEP, "the unlisted client refused");
-    while monitor.peers_refused() == 0 {
+    until_async(STEP, "the unlisted client refused", async || {
         assert!(
             tap.next(Duration::from_millis(10)).await.is_none(),
             "an unlisted client got a job in"
         );
-        deadline.check();
-    }
+        monitor.peers_refused() > 0
+    })
+    .await;
     let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
     friend.send(&[b"jobs", &job(2)]).await;
     assert_eq!(
@@ -271,8 +208,7 @@ async fn price_heard(
     n: u64,
     what: &str,
 ) -> crate::support::Received {
-    let deadline = Deadline::after(STEP, what);
-    loop {
+    until_async(STEP, what, async || {
         publisher
             .publish(
                 OutgoingMessage::produced("prices", BytesMut::from(&job(n)[..])),
@@ -280,11 +216,9 @@ async fn price_heard(
             )
             .await
             .unwrap();
-        if let Some(received) = sub.recv(Duration::from_millis(50)).await {
-            return received;
-        }
-        deadline.check();
-    }
+        sub.recv(Duration::from_millis(50)).await
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -401,8 +335,7 @@ enum Refused {
 /// Waits until `peer`'s own monitor reports its handshake refused as `how` says, and never
 /// admitted: the refusal is this peer's, not another's that dials again.
 async fn refused_at(peer: &mut PyPeer, how: Refused, what: &str) {
-    let deadline = Deadline::after(STEP, what);
-    loop {
+    until_async(STEP, what, async || {
         let events = peer.events().await;
         assert!(
             !events.iter().any(|e| e == "HANDSHAKE_SUCCEEDED"),
@@ -415,20 +348,25 @@ async fn refused_at(peer: &mut PyPeer, how: Refused, what: &str) {
             Refused::NotListed => event == "HANDSHAKE_FAILED_AUTH",
         });
         if refused {
-            return;
+            Ok(())
+        } else {
+            Err(format!("the peer's events: {events:?}"))
         }
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
 }
 
 /// Waits until `monitor` has counted `refused` refused handshakes.
 async fn refused(monitor: &ZmqMonitor, refused: u64, what: &str) {
-    let deadline = Deadline::after(STEP, what);
-    while monitor.peers_refused() < refused {
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until(STEP, what, || {
+        let counted = monitor.peers_refused();
+        if counted >= refused {
+            Ok(())
+        } else {
+            Err(format!("{counted} counted"))
+        }
+    })
+    .await;
 }
 
 /// Each pattern against three pyzmq peers: one with a wrong server key, one off the allow-list,
@@ -1054,18 +992,19 @@ async fn panicking_handler_in_a_process_of_its_own() {
     let (_connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
     println!("listening on {address}");
     // Unlisted clients, one after the other, each offering a job: the first is refused as the
-    // handler panics; one that came after a handler gone would be admitted.
-    let deadline = Deadline::after(STEP * 3, "the process aborting");
+    // handler panics; one that came after a handler gone would be admitted. The process aborts
+    // meanwhile; that it does not is a failure.
     let mut peers = Vec::new();
-    for n in 0.. {
+    until_async(STEP * 3, "the process aborting", async || {
         let stranger = python_keypair();
         let mut peer =
             PyPeer::connect("PUSH", &address, client_of(&server.public(), &stranger)).await;
-        offer(&mut peer, n).await;
+        offer(&mut peer, peers.len() as u64).await;
         peers.push(peer);
         if let Some(got) = tap.next(Duration::from_millis(200)).await {
             println!("received {}", json_of(&got)["n"]);
         }
-        deadline.check();
-    }
+        false
+    })
+    .await;
 }

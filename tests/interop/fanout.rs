@@ -8,7 +8,7 @@ use ruststream_zmq::{ZmqEndpoint, ZmqPublisher};
 use serde_json::json;
 
 use super::ZmqFanout;
-use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, logs};
+use crate::support::{PyPeer, STEP, Tap, json_of, logs, until_async};
 
 /// The name warm-ups travel under: inside the `orders` prefix, and no order's name.
 const WARM_UP: &str = "orders.warmup";
@@ -27,14 +27,11 @@ async fn a_python_pub_reaches_a_bound_fanout_subscription_under_its_prefix_only(
     // The slow joiner: a PUB drops what it sends before the SUB's subscription reached it, so
     // warm up until the first one arrives. Warm-ups go under their own name, under the prefix:
     // those still on their way are told from the orders by that name, below.
-    let deadline = Deadline::after(STEP, "a warm-up through the Python PUB");
-    loop {
+    until_async(STEP, "a warm-up through the Python PUB", async || {
         publisher.send(&[WARM_UP.as_bytes(), b"{}"]).await;
-        if tap.next(Duration::from_millis(50)).await.is_some() {
-            break;
-        }
-        deadline.check();
-    }
+        tap.next(Duration::from_millis(50)).await.is_some()
+    })
+    .await;
 
     publisher
         .send(&[b"orders", b"x-region: eu", br#"{"n":1}"#])
@@ -95,14 +92,11 @@ async fn a_python_sub_with_a_prefix_receives_only_that_prefix_from_a_bound_publi
     let mut sub = PyPeer::connect("SUB", &address, json!({"SUBSCRIBE": "orders"})).await;
 
     // Warm-ups still on their way are told from the orders by their name, below.
-    let deadline = Deadline::after(STEP, "a warm-up at the Python SUB");
-    loop {
+    until_async(STEP, "a warm-up at the Python SUB", async || {
         publish(&publisher, WARM_UP, 0).await;
-        if sub.recv(Duration::from_millis(50)).await.is_some() {
-            break;
-        }
-        deadline.check();
-    }
+        sub.recv(Duration::from_millis(50)).await.is_some()
+    })
+    .await;
 
     publish(&publisher, "invoices", 1).await;
     publish(&publisher, "orders", 2).await;

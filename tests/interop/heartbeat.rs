@@ -27,7 +27,7 @@ use ruststream_zmq::{ZmqEndpoint, ZmqError};
 use serde_json::{Value, json};
 
 use super::{ZmqFanout, ZmqQueue, ZmqRpc};
-use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, logs};
+use crate::support::{PyPeer, STEP, Tap, json_of, logs, until, until_async};
 
 /// The heartbeat interval the libzmq peers use, in milliseconds.
 const HEARTBEAT_IVL: u64 = 100;
@@ -40,18 +40,18 @@ fn count(events: &[String], event: &str) -> usize {
     events.iter().filter(|e| *e == event).count()
 }
 
-/// The peer's socket events, once every drop so far is followed by a completed handshake (or the
-/// deadline passed): one snapshot can fall between a drop and the redial it starts.
+/// The peer's socket events, once every drop so far is followed by a completed handshake: one
+/// snapshot can fall between a drop and the redial it starts.
 async fn events_after_redial(peer: &mut PyPeer) -> Vec<String> {
-    let deadline = Deadline::after(STEP, "a handshake after the last drop");
-    loop {
+    until_async(STEP, "a handshake after the last drop", async || {
         let events = peer.events().await;
-        let redialled = count(&events, "HANDSHAKE_SUCCEEDED") > count(&events, "DISCONNECTED");
-        if redialled || deadline.passed() {
-            return events;
+        if count(&events, "HANDSHAKE_SUCCEEDED") > count(&events, "DISCONNECTED") {
+            Ok(events)
+        } else {
+            Err(format!("the peer did not dial again: {events:?}"))
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 fn beat(from: &str, n: u64) -> Vec<u8> {
@@ -101,20 +101,20 @@ async fn a_heartbeating_libzmq_push_is_dropped_at_every_ping_and_dials_again_whi
     );
     // The heartbeating peer's traffic goes on over its new connections: send a closing mark
     // until one arrives.
-    let deadline = Deadline::after(STEP, "the heartbeating peer's closing mark");
     let mut mark = 1000;
-    'closing: loop {
+    until_async(STEP, "the heartbeating peer's closing mark", async || {
         heartbeating.send(&[b"beats", &beat("hb", mark)]).await;
+        mark += 1;
         while let Some(message) = tap.next(Duration::from_millis(200)).await {
             let n = json_of(&message)["n"].as_u64().unwrap();
             if n >= 1000 {
-                break 'closing;
+                return true;
             }
             from_heartbeating.push(n);
         }
-        deadline.check();
-        mark += 1;
-    }
+        false
+    })
+    .await;
     let events = events_after_redial(&mut heartbeating).await;
     let drops = count(&events, "DISCONNECTED");
     println!(
@@ -146,14 +146,12 @@ async fn a_heartbeating_libzmq_push_is_dropped_at_every_ping_and_dials_again_whi
     );
     // The service counts a drop when its monitor reports it, and may have dropped one more
     // connection than the peer's snapshot shows; the plain peer's is never among them.
-    let deadline = Deadline::after(
+    until(
         STEP,
         format!("every connection dropped at a PING ({drops}) counted as a lost peer"),
-    );
-    while monitor.peers_lost() < drops as u64 {
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        || monitor.peers_lost() >= drops as u64,
+    )
+    .await;
     connected.shutdown().await.unwrap();
 }
 
@@ -177,20 +175,20 @@ async fn a_dialing_sub_subscription_is_dropped_at_every_ping_of_a_heartbeating_l
     // What was published while no subscription was connected is gone; wait for the end with a
     // closing mark sent until one arrives.
     let mut heard = Vec::new();
-    let deadline = Deadline::after(STEP, "the closing tick");
-    'closing: loop {
+    until_async(STEP, "the closing tick", async || {
         publisher
             .send(&[b"ticks", json!({"n": 1000}).to_string().as_bytes()])
             .await;
         while let Some(message) = tap.next(Duration::from_millis(100)).await {
             let n = json_of(&message)["n"].as_u64().unwrap();
             if n >= 1000 {
-                break 'closing;
+                return true;
             }
             heard.push(n);
         }
-        deadline.check();
-    }
+        false
+    })
+    .await;
     let events = events_after_redial(&mut publisher).await;
     let drops = count(&events, "DISCONNECTED");
     println!(
@@ -272,11 +270,10 @@ async fn a_dialing_push_publisher_loses_its_first_publishes_after_an_idle_gap_to
     );
 
     // Idle past the PING timeout: libzmq closes the connection.
-    let deadline = Deadline::after(STEP, "libzmq to time the idle connection out");
-    while count(&pull.events().await, "DISCONNECTED") == 0 {
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_async(STEP, "libzmq to time the idle connection out", async || {
+        count(&pull.events().await, "DISCONNECTED") > 0
+    })
+    .await;
     for n in 100..110 {
         publish(&publisher, n).await;
         tokio::time::sleep(Duration::from_millis(20)).await;

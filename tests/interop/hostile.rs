@@ -17,8 +17,8 @@ use tokio::{
 use super::{BACKEND, prelude::*};
 use crate::backend::Backend;
 use crate::support::{
-    ChildTest, Deadline, Memory, PyPeer, STEP, Tap, captured_logs, is_child, latin1, log_lines,
-    logs, test_name,
+    Memory, PyPeer, STEP, Tap, alone_with_figures, captured_logs, is_child, latin1, log_lines,
+    logs, test_name, until, until_async,
 };
 
 #[derive(Debug, Deserialize)]
@@ -138,33 +138,17 @@ fn hostile_peer() -> String {
 /// What the child prints in front of its figures.
 const FIGURES: &str = "hostile peer figures: ";
 
-/// How long the child may take; it takes about a second on an idle machine.
-const CHILD_TIME: Duration = Duration::from_secs(90);
-
 /// The memory is the whole process's, and other tests of this binary run beside this one: the
-/// attack runs in a child process of its own, which measures itself and checks the bounds; the
-/// parent requires its figures and libtest's verdict on the one test it ran.
+/// attack runs in a child process of its own (about a second on an idle machine), which
+/// measures itself and checks the bounds; the parent requires its figures and libtest's verdict
+/// on the one test it ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_peer_is_refused_message_by_message_while_every_good_message_is_handled_in_bounded_memory()
  {
     if is_child(&hostile_peer()) {
         return hostile_peer_in_a_process_of_its_own().await;
     }
-    let end = ChildTest::spawn(&hostile_peer()).end(CHILD_TIME).await;
-    let figures = end.stdout.lines().find_map(|line| {
-        line.split_once(FIGURES)
-            .map(|(_, figures)| figures.to_owned())
-    });
-    if let Some(figures) = &figures {
-        println!("{FIGURES}{figures}");
-    }
-    assert!(
-        end.status.is_some_and(|status| status.success())
-            && end.stdout.contains("test result: ok. 1 passed")
-            && figures.is_some(),
-        "the child process that runs the attack did not pass with its figures: {}",
-        end.describe()
-    );
+    alone_with_figures(&hostile_peer(), FIGURES).await;
 }
 
 async fn hostile_peer_in_a_process_of_its_own() {
@@ -412,27 +396,32 @@ async fn a_header_the_publisher_could_not_send_again_is_refused_at_intake_and_th
     peer.send(&[b"jobs", b"x-note: fine", br#"{"n":3}"#]).await;
     // The handler reports n * 10 + the retry count: 30 for the good job, 31 for its copy.
     let mut seen = Vec::new();
-    let deadline = Deadline::after(
+    until_async(
         STEP,
         "the good job and its retry copy handled, and both odd jobs refused",
-    );
-    while !(seen.contains(&31) && monitor.refused_by("header-invalid") == 2) {
-        if let Ok(Some(n)) =
-            tokio::time::timeout(Duration::from_millis(50), handled_rx.recv()).await
-        {
-            seen.push(n);
-        }
-        assert!(
-            seen.iter().all(|n| n / 10 == 3),
-            "a job with an odd header was delivered: handled {seen:?} (n * 10 + retry count)"
-        );
-        assert!(
-            !deadline.passed(),
-            "handled {seen:?} (n * 10 + retry count); refused {} under header-invalid, {} in all",
-            monitor.refused_by("header-invalid"),
-            monitor.refused()
-        );
-    }
+        async || {
+            if let Ok(Some(n)) =
+                tokio::time::timeout(Duration::from_millis(50), handled_rx.recv()).await
+            {
+                seen.push(n);
+            }
+            assert!(
+                seen.iter().all(|n| n / 10 == 3),
+                "a job with an odd header was delivered: handled {seen:?} (n * 10 + retry count)"
+            );
+            if seen.contains(&31) && monitor.refused_by("header-invalid") == 2 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "handled {seen:?} (n * 10 + retry count); refused {} under header-invalid, \
+                     {} in all",
+                    monitor.refused_by("header-invalid"),
+                    monitor.refused()
+                ))
+            }
+        },
+    )
+    .await;
     // Jobs 1 and 2 were read before job 3 on the one connection, and a copy of either would have
     // left through the retry publisher before job 3's: once 31 is handled, neither can follow.
     assert_eq!(
@@ -522,7 +511,7 @@ async fn a_message_that_never_ends_is_held_whole_by_the_client_a_limit_the_crate
     if is_child(&endless_message()) {
         return endless_message_in_a_process_of_its_own().await;
     }
-    crate::support::alone_with_figures(&endless_message(), ENDLESS_FIGURES).await;
+    alone_with_figures(&endless_message(), ENDLESS_FIGURES).await;
 }
 
 async fn endless_message_in_a_process_of_its_own() {
@@ -545,19 +534,20 @@ async fn endless_message_in_a_process_of_its_own() {
     }
     // 64 MiB sent, none of it a whole message: the client holds what it read.
     let held = (FRAME * FRAMES / 1024) as u64;
-    let deadline = Deadline::after(STEP * 3, "the frames read");
-    while Memory::now().rss_kib < before.rss_kib + held * 3 / 4 {
-        if deadline.passed() {
-            let now = Memory::now();
-            panic!(
+    until(STEP * 3, "the frames read and held", || {
+        let now = Memory::now();
+        if now.rss_kib >= before.rss_kib + held * 3 / 4 {
+            Ok(())
+        } else {
+            Err(format!(
                 "the client no longer holds an unended message whole: VmRSS {} KiB before, {} \
                  KiB after {held} KiB of frames marked \"more\"; bound it and update the \
                  security guide (docs/security.md)",
                 before.rss_kib, now.rss_kib
-            );
+            ))
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     let after = Memory::now();
     drop(attacker);
     let mut next = PyPeer::connect("PUSH", &address, json!({})).await;

@@ -2,7 +2,10 @@
 //! counterparts of `on_zeromq::heartbeat` and of the frame-length attack in
 //! `on_zeromq::zeromq_faults`).
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
 
 use ruststream::{Broker, ConnectedBroker, Subscribe};
 use serde_json::json;
@@ -12,101 +15,55 @@ use super::{
     hostile::{raw_push, short_frame},
     prelude::*,
 };
-use crate::support::{Deadline, PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, logs};
+use crate::support::{
+    PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, logs, relay::Relay, until, until_async,
+};
 
 fn count(events: &[String], event: &str) -> usize {
     events.iter().filter(|e| *e == event).count()
 }
 
-/// Waits until `done`, polling, or fails naming `what` after `within`.
-async fn until(within: Duration, what: &str, done: impl Fn() -> bool) {
-    let deadline = Deadline::after(within, what);
-    while !done() {
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// ZMTP commands by name, as a relay read them from the service's side of a connection.
-#[derive(Default)]
-struct Commands {
-    counted: std::sync::Mutex<std::collections::HashMap<String, u64>>,
-    /// Connections the relay accepted.
-    accepted: std::sync::atomic::AtomicU64,
-}
-
-impl Commands {
-    fn of(&self, name: &str) -> u64 {
-        self.counted.lock().unwrap().get(name).copied().unwrap_or(0)
-    }
-
-    /// Counts the commands of the frames complete in what the service sent so far (`read`, from
-    /// the start of the connection), from the frame at `at` on; answers where the next begins.
-    fn parse(&self, read: &[u8], mut at: usize) -> usize {
-        // Frames follow the greeting: flags (0x04 a command, 0x02 a long size), size, body; a
-        // command's body starts with its name's length and name.
-        loop {
-            let Some(&flags) = read.get(at) else {
-                return at;
+/// The ZMTP commands by name in what a service sent on one connection (`sent`, from its start),
+/// in the frames complete so far.
+fn commands(sent: &[u8]) -> HashMap<String, u64> {
+    let mut counted = HashMap::new();
+    // Frames follow the 64-byte greeting: flags (0x04 a command, 0x02 a long size), size, body;
+    // a command's body starts with its name's length and name.
+    let mut at = 64;
+    loop {
+        let Some(&flags) = sent.get(at) else {
+            return counted;
+        };
+        let (size, head) = if flags & 0x02 != 0 {
+            let Some(size) = sent.get(at + 1..at + 9) else {
+                return counted;
             };
-            let (size, head) = if flags & 0x02 != 0 {
-                let Some(size) = read.get(at + 1..at + 9) else {
-                    return at;
-                };
-                (u64::from_be_bytes(size.try_into().unwrap()) as usize, 9)
-            } else {
-                let Some(&size) = read.get(at + 1) else {
-                    return at;
-                };
-                (usize::from(size), 2)
+            (u64::from_be_bytes(size.try_into().unwrap()) as usize, 9)
+        } else {
+            let Some(&size) = sent.get(at + 1) else {
+                return counted;
             };
-            let Some(body) = read.get(at + head..at + head + size) else {
-                return at;
-            };
-            if flags & 0x04 != 0 {
-                let length = usize::from(body[0]);
-                let name = String::from_utf8_lossy(&body[1..1 + length]).into_owned();
-                *self.counted.lock().unwrap().entry(name).or_default() += 1;
-            }
-            at += head + size;
+            (usize::from(size), 2)
+        };
+        let Some(body) = sent.get(at + head..at + head + size) else {
+            return counted;
+        };
+        if flags & 0x04 != 0 {
+            let length = usize::from(body[0]);
+            let name = String::from_utf8_lossy(&body[1..1 + length]).into_owned();
+            *counted.entry(name).or_default() += 1;
         }
+        at += head + size;
     }
 }
 
-/// A TCP relay in front of `service`: answers the address to dial instead, and what it counts
-/// of the commands the service sends.
-async fn relay(service: &str) -> (String, std::sync::Arc<Commands>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("tcp://{}", listener.local_addr().unwrap());
-    let commands = std::sync::Arc::new(Commands::default());
-    let counting = std::sync::Arc::clone(&commands);
-    let service = service.trim_start_matches("tcp://").to_owned();
-    tokio::spawn(async move {
-        while let Ok((peer, _)) = listener.accept().await {
-            counting
-                .accepted
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let upstream = tokio::net::TcpStream::connect(&service).await.unwrap();
-            let (mut peer_read, mut peer_write) = peer.into_split();
-            let (mut up_read, mut up_write) = upstream.into_split();
-            tokio::spawn(async move { tokio::io::copy(&mut peer_read, &mut up_write).await });
-            let counting = std::sync::Arc::clone(&counting);
-            tokio::spawn(async move {
-                // A service that only reads sends little: greeting, READY and commands.
-                let (mut read, mut buf) = (Vec::new(), vec![0; 4096]);
-                // Past the 64-byte greeting.
-                let mut parsed = 64;
-                while let Ok(n @ 1..) = up_read.read(&mut buf).await {
-                    if peer_write.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                    read.extend_from_slice(&buf[..n]);
-                    parsed = counting.parse(&read, parsed);
-                }
-            });
-        }
-    });
-    (address, commands)
+/// The commands the service sent on the relay's first connection, by name.
+fn sent_by_the_service(relay: &Relay) -> HashMap<String, u64> {
+    relay
+        .connections()
+        .first()
+        .map(|connection| commands(&connection.from_target))
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,23 +82,38 @@ async fn a_heartbeating_libzmq_peer_stays_connected_through_100_pings_and_loses_
         .unwrap();
     let monitor = connected.monitor();
     let mut tap = Tap::new(connected.subscribe("beats").await.unwrap());
-    // The peer dials through a relay that counts the service's PINGs, and PINGs too: it cuts
-    // the connection should the service not answer within its timeout.
-    let (relayed, commands) = relay(&monitor.bound_address().unwrap()).await;
+    // The peer dials through a relay that keeps what the service sends, to count its PINGs;
+    // the peer PINGs too: it cuts the connection should the service not answer within its
+    // timeout.
+    let relay = Relay::to(&monitor.bound_address().unwrap()).await;
     let heartbeats = json!({"HEARTBEAT_IVL": INTERVAL_MS, "HEARTBEAT_TIMEOUT": TIMEOUT_MS});
-    let mut peer = PyPeer::connect("PUSH", &relayed, heartbeats).await;
+    let mut peer = PyPeer::connect("PUSH", &relay.address, heartbeats).await;
 
     // Messages every five intervals until the service has sent its 100th PING.
     let started = Instant::now();
-    let deadline = Deadline::after(STEP * 3, format!("{PINGS} PINGs from the service"));
     let mut sent = 0;
-    while commands.of("PING") < PINGS {
-        deadline.check();
-        sent += 1;
-        peer.send(&[b"beats", json!({ "n": sent }).to_string().as_bytes()])
-            .await;
-        tokio::time::sleep(interval * 5).await;
-    }
+    until_async(
+        STEP * 3,
+        format!("{PINGS} PINGs from the service"),
+        async || {
+            let pings = sent_by_the_service(&relay)
+                .get("PING")
+                .copied()
+                .unwrap_or(0);
+            if pings >= PINGS {
+                return Ok(());
+            }
+            sent += 1;
+            peer.send(&[b"beats", json!({ "n": sent }).to_string().as_bytes()])
+                .await;
+            // The pace of the messages, not a wait for anything.
+            tokio::time::sleep(interval * 5).await;
+            Err(format!("{pings} PINGs so far"))
+        },
+    )
+    .await;
+    let commands = sent_by_the_service(&relay);
+    let of = |name: &str| commands.get(name).copied().unwrap_or(0);
     let mut arrived = Vec::new();
     while arrived.len() < sent {
         arrived.push(
@@ -156,20 +128,16 @@ async fn a_heartbeating_libzmq_peer_stays_connected_through_100_pings_and_loses_
         "{sent} messages over {:?} of {INTERVAL_MS} ms heartbeats: the service sent {} PINGs and \
          {} PONGs; peer events {events:?}",
         started.elapsed(),
-        commands.of("PING"),
-        commands.of("PONG"),
+        of("PING"),
+        of("PONG"),
     );
     assert!(
-        commands.of("PONG") >= 1,
+        of("PONG") >= 1,
         "the service never answered the peer's PINGs"
     );
     assert_eq!(count(&events, "DISCONNECTED"), 0, "{events:?}");
     assert_eq!(count(&events, "HANDSHAKE_SUCCEEDED"), 1, "{events:?}");
-    assert_eq!(
-        commands.accepted.load(std::sync::atomic::Ordering::Relaxed),
-        1,
-        "one connection throughout"
-    );
+    assert_eq!(relay.connections().len(), 1, "one connection throughout");
     assert_eq!(monitor.peers_lost(), 0);
     connected.shutdown().await.unwrap();
 }

@@ -27,7 +27,7 @@ use ruststream::{
 use serde_json::{Value, json};
 
 use super::prelude::*;
-use crate::support::{Deadline, PyPeer, STEP, Tap, json_of, latin1, logs};
+use crate::support::{PyPeer, STEP, Tap, json_of, latin1, logs, until_async};
 
 fn body(n: u64) -> BytesMut {
     BytesMut::from(json!({"n": n}).to_string().as_bytes())
@@ -58,19 +58,17 @@ async fn a_dialing_push_publisher_reaches_a_restarted_python_pull() {
     pull.kill().await;
     let mut pull = PyPeer::bind("PULL", &endpoint, json!({})).await;
     let mut n = 1;
-    let deadline = Deadline::after(STEP, "a job at the restarted PULL");
-    let first = loop {
+    let first = until_async(STEP, "a job at the restarted PULL", async || {
         n += 1;
         // A publish into the dead connection may fail once the client notices; that is the
         // gap, not a fault.
         let _ = publisher
             .publish(OutgoingMessage::produced("jobs", body(n)), None)
             .await;
-        if let Some(received) = pull.recv(Duration::from_millis(100)).await {
-            break n_of(&received.payload());
-        }
-        deadline.check();
-    };
+        let received = pull.recv(Duration::from_millis(100)).await;
+        received.map(|received| n_of(&received.payload()))
+    })
+    .await;
     println!(
         "PUSH publisher: {} publish(es) after the restart were lost in the gap (jobs 2..{first})",
         first - 2
@@ -133,23 +131,27 @@ const WARM_UP: &str = "ticks.warmup";
 /// the number of the first heard and of the last sent. Each carries its round, so a warm-up of
 /// an earlier round still on its way is told apart by content, never by a pause.
 async fn warm_up(publisher: &mut PyPeer, tap: &mut Tap, round: &str, from: u64) -> (u64, u64) {
-    let deadline = Deadline::after(STEP, "the SUB subscription to hear the Python PUB");
     let mut n = from;
-    loop {
-        let warm_up = json!({"warm_up": round, "n": n}).to_string();
-        publisher
-            .send(&[WARM_UP.as_bytes(), warm_up.as_bytes()])
-            .await;
-        while let Some(message) = tap.next(Duration::from_millis(50)).await {
-            assert_eq!(message.name(), WARM_UP, "only warm-ups were sent so far");
-            let heard = json_of(&message);
-            if heard["warm_up"] == round {
-                return (n_of(&heard), n);
+    until_async(
+        STEP,
+        "the SUB subscription to hear the Python PUB",
+        async || {
+            let warm_up = json!({"warm_up": round, "n": n}).to_string();
+            publisher
+                .send(&[WARM_UP.as_bytes(), warm_up.as_bytes()])
+                .await;
+            while let Some(message) = tap.next(Duration::from_millis(50)).await {
+                assert_eq!(message.name(), WARM_UP, "only warm-ups were sent so far");
+                let heard = json_of(&message);
+                if heard["warm_up"] == round {
+                    return Some((n_of(&heard), n));
+                }
             }
-        }
-        deadline.check();
-        n += 1;
-    }
+            n += 1;
+            None
+        },
+    )
+    .await
 }
 
 /// The next tick, past any warm-up still on its way.
@@ -211,21 +213,22 @@ async fn a_dialing_dealer_requester_is_answered_by_a_restarted_python_router() {
 
     router.kill().await;
     let _router = PyPeer::echo_router(&endpoint).await;
-    let deadline = Deadline::after(STEP, "an answer from the restarted ROUTER");
     let mut unanswered = 0;
-    for n in 2.. {
+    until_async(STEP, "an answer from the restarted ROUTER", async || {
+        let n = 2 + unanswered;
         match requester.request(ask(n), Duration::from_millis(500)).await {
             Ok(answer) => {
                 assert_eq!(n_of(&serde_json::from_slice(answer.payload()).unwrap()), n);
-                break;
+                true
             }
             Err(err) => {
                 assert!(matches!(err, ZmqError::RequestTimeout { .. }), "{err}");
                 unanswered += 1;
+                false
             }
         }
-        deadline.check();
-    }
+    })
+    .await;
     println!("DEALER requester: {unanswered} request(s) timed out in the gap");
     for n in 100..110 {
         let answer = requester.request(ask(n), STEP).await.unwrap();

@@ -1,24 +1,37 @@
 //! What the interop tests share: libzmq peers (pyzmq in a child process, driven by JSON lines),
-//! a tap on a subscription, and waiting with deadlines.
+//! a tap on a subscription, and the helpers of every test binary (`tests/common/`): waiting with
+//! deadlines, tests in a process of their own, log capture, a relay, this process's memory.
 
-use std::{
-    collections::VecDeque,
-    io::Write,
-    process::Stdio,
-    sync::{Arc, Mutex, OnceLock},
-    time::Duration,
-};
+use std::{collections::VecDeque, process::Stdio, time::Duration};
 
 use futures::StreamExt;
 use ruststream::{IncomingMessage, Subscriber};
 use ruststream_zmq::ZmqMessage;
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines},
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
     process::{Child, ChildStdin, ChildStdout, Command},
     sync::mpsc,
-    time::{Instant, timeout},
+    time::timeout,
 };
+
+#[path = "../common/child.rs"]
+pub mod child;
+#[path = "../common/logs.rs"]
+pub mod logs;
+#[path = "../common/memory.rs"]
+mod memory;
+#[path = "../common/poll.rs"]
+pub mod poll;
+#[path = "../common/relay.rs"]
+pub mod relay;
+#[path = "../common/stderr.rs"]
+pub mod stderr;
+
+pub use child::{ChildTest, is_child, test_name};
+/// This process's memory, now and at its peak.
+pub use memory::Memory;
+pub use poll::{Deadline, until, until_async};
 
 /// How long one step of a test may wait: a peer starting, a command's answer, a message.
 pub const STEP: Duration = Duration::from_secs(10);
@@ -83,7 +96,7 @@ pub struct PyPeer {
     child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
-    stderr: Arc<Mutex<String>>,
+    stderr: stderr::Collected,
     /// What an echoing ROUTER printed about its answers while a command waited for its line.
     answered: VecDeque<Value>,
     /// The endpoint it binds (port resolved) or dials.
@@ -136,20 +149,7 @@ impl PyPeer {
             .unwrap_or_else(|err| panic!("starting the Python peer ({}): {err}", python()));
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err_pipe = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        tokio::spawn(async move {
-            let mut buf = vec![0; 4096];
-            while let Ok(n) = err_pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = stderr::Collected::start(child.stderr.take().unwrap());
         let mut peer = Self {
             child,
             stdin,
@@ -171,7 +171,7 @@ impl PyPeer {
         format!(
             "the Python peer ({}) {what}; its stderr:\n{}",
             self.label,
-            self.stderr.lock().unwrap()
+            self.stderr.so_far()
         )
     }
 
@@ -183,8 +183,8 @@ impl PyPeer {
                 panic!("{}", self.failure(&format!("printed {line:?}: {err}")))
             })),
             Ok(_) => {
-                // Give its stderr a moment to arrive before reporting it.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Its stderr whole, before reporting it.
+                self.stderr.closed(STEP).await;
                 panic!("{}", self.failure("ended"))
             }
         }
@@ -361,183 +361,9 @@ pub fn header<'m>(message: &'m ZmqMessage, name: &str) -> Option<&'m str> {
     message.headers().get_str(name)
 }
 
-/// A point in time a polling loop must not pass: `check` fails the test naming what it waited
-/// for.
-pub struct Deadline {
-    at: Instant,
-    what: String,
-}
-
-impl Deadline {
-    pub fn after(within: Duration, what: impl Into<String>) -> Self {
-        Self {
-            at: Instant::now() + within,
-            what: what.into(),
-        }
-    }
-
-    /// Whether the deadline has passed.
-    pub fn passed(&self) -> bool {
-        Instant::now() >= self.at
-    }
-
-    /// Fails the test once the deadline has passed.
-    pub fn check(&self) {
-        assert!(
-            Instant::now() < self.at,
-            "timed out waiting for {}",
-            self.what
-        );
-    }
-}
-
-#[path = "../common/memory.rs"]
-mod memory;
-/// This process's memory, now and at its peak.
-pub use memory::Memory;
-
-/// The variable that marks a child process of this test binary; its value is the one test the
-/// child runs. A test that needs a process of its own runs itself again with it set
-/// ([`ChildTest`]), and does its child's half only where [`is_child`] says so: run by name
-/// without it, the same test is the parent, so running it alone never passes doing nothing.
-pub const CHILD: &str = "RUSTSTREAM_ZMQ_INTEROP_CHILD";
-
-/// Whether this process is the child that runs `test` (its name as libtest prints it).
-pub fn is_child(test: &str) -> bool {
-    std::env::var_os(CHILD).is_some_and(|value| value == test)
-}
-
-/// The name libtest gives the test `name` of the module whose `module_path!()` is `module`: that
-/// path without the crate's name (`on_libzmq::hostile::...`), as [`ChildTest`] runs it again.
-pub fn test_name(module: &str, name: &str) -> String {
-    let (_, within) = module
-        .split_once("::")
-        .expect("a test module inside the test crate");
-    format!("{within}::{name}")
-}
-
-/// This test binary run again for the one test `test` (`--exact`, `--nocapture`), marked as its
-/// child by [`CHILD`]. Killed when dropped.
-pub struct ChildTest {
-    test: String,
-    child: Child,
-    stdout: Lines<BufReader<ChildStdout>>,
-    printed: String,
-    stderr: tokio::task::JoinHandle<String>,
-}
-
-/// How a child ended: its status (`None` when it outlived its time and was killed), and what it
-/// printed.
-pub struct ChildEnd {
-    pub status: Option<std::process::ExitStatus>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl ChildEnd {
-    /// The status and both outputs, for a failure message.
-    pub fn describe(&self) -> String {
-        format!(
-            "{}\n--- its stdout:\n{}\n--- its stderr:\n{}--- (end of the child's output)",
-            match self.status {
-                Some(status) => format!("The child process ended: {status}."),
-                None => "The child process was killed when its time ran out.".to_owned(),
-            },
-            self.stdout,
-            self.stderr
-        )
-    }
-}
-
-impl ChildTest {
-    pub fn spawn(test: &str) -> Self {
-        let mut child = Command::new(std::env::current_exe().expect("this test binary's path"))
-            .args(["--exact", test, "--nocapture", "--test-threads=1"])
-            .env(CHILD, test)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|err| panic!("starting the child process for {test}: {err}"));
-        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut err_pipe = child.stderr.take().unwrap();
-        let stderr = tokio::spawn(async move {
-            let mut all = Vec::new();
-            let _ = err_pipe.read_to_end(&mut all).await;
-            String::from_utf8_lossy(&all).into_owned()
-        });
-        Self {
-            test: test.to_owned(),
-            child,
-            stdout,
-            printed: String::new(),
-            stderr,
-        }
-    }
-
-    /// What follows `mark` on the next line of the child's stdout that has it, or `None` when the
-    /// child's stdout ends or `within` passes first. Lines before it are kept for [`Self::end`].
-    /// (The `zeromq` client's frame-length pin reads its child so.)
-    #[cfg(feature = "zeromq")]
-    pub async fn after(&mut self, mark: &str, within: Duration) -> Option<String> {
-        let deadline = Instant::now() + within;
-        loop {
-            let line = match tokio::time::timeout_at(deadline, self.stdout.next_line()).await {
-                Ok(Ok(Some(line))) => line,
-                _ => return None,
-            };
-            self.printed.push_str(&line);
-            self.printed.push('\n');
-            if let Some((_, rest)) = line.split_once(mark) {
-                return Some(rest.to_owned());
-            }
-        }
-    }
-
-    /// Waits up to `within` for the child to end, and kills it past that; answers how it ended,
-    /// with everything it printed.
-    pub async fn end(mut self, within: Duration) -> ChildEnd {
-        let deadline = Instant::now() + within;
-        let mut rest = String::new();
-        let read = async {
-            while let Ok(Some(line)) = self.stdout.next_line().await {
-                rest.push_str(&line);
-                rest.push('\n');
-            }
-            self.child.wait().await
-        };
-        let status = match tokio::time::timeout_at(deadline, read).await {
-            Ok(status) => Some(status.unwrap_or_else(|err| {
-                panic!("waiting for the child process of {}: {err}", self.test)
-            })),
-            Err(_) => {
-                let _ = self.child.kill().await;
-                None
-            }
-        };
-        self.printed.push_str(&rest);
-        // The pipe closes with the process; a grandchild holding it is bounded the same way.
-        let stderr = match tokio::time::timeout(STEP, &mut self.stderr).await {
-            Ok(Ok(stderr)) => stderr,
-            _ => "(its stderr did not close)".to_owned(),
-        };
-        ChildEnd {
-            status,
-            stdout: std::mem::take(&mut self.printed),
-            stderr,
-        }
-    }
-}
-
-/// Logs to the test's output when `RUST_LOG` is set, for a run that needs looking into.
+/// Shows the logs in the test's output when `RUST_LOG` is set, for a run that needs looking into.
 pub fn logs() {
-    if let Ok(filter) = std::env::var("RUST_LOG") {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_test_writer()
-            .try_init();
-    }
+    logs::to_test_output();
 }
 
 /// Interrupts what every thread of this process waits in. Installs a SIGUSR1 handler first
@@ -641,82 +467,34 @@ pub async fn interrupt_every_thread() -> Vec<String> {
 /// Every log line of this process from the first call on (INFO and up, no colours), for a test
 /// that asserts what the crate logs. One subscriber serves a whole process, so such a test runs
 /// in a child process of its own ([`alone`]), where no other test installs one.
-pub fn captured_logs() -> &'static Mutex<Vec<u8>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&buffer);
-        tracing_subscriber::fmt()
-            .with_env_filter("info")
-            .with_ansi(false)
-            .with_writer(move || Sink(Arc::clone(&sink)))
-            .try_init()
-            .expect("no other log subscriber in the child process that captures the logs");
-        buffer
-    })
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+pub fn captured_logs() -> &'static logs::Captured {
+    logs::process_wide("info")
 }
 
 /// The captured log lines that contain each of `parts`.
 pub fn log_lines(parts: &[&str]) -> Vec<String> {
-    String::from_utf8_lossy(&captured_logs().lock().unwrap())
-        .lines()
-        .filter(|line| parts.iter().all(|part| line.contains(part)))
-        .map(str::to_owned)
-        .collect()
+    captured_logs().lines(parts)
 }
 
 /// Waits until a captured log line contains each of `parts`; answers every such line.
 #[cfg(feature = "libzmq")]
 pub async fn logged(parts: &[&str]) -> Vec<String> {
-    let deadline = Deadline::after(STEP, format!("a log line with {parts:?}"));
-    loop {
-        let lines = log_lines(parts);
-        if !lines.is_empty() {
-            return lines;
-        }
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    captured_logs().logged(parts, STEP).await
 }
+
+/// How long a child process that runs one test may take.
+pub const CHILD_TIME: Duration = Duration::from_secs(90);
 
 /// Runs the test `test` (its name as libtest gives it) in a child process of its own and
 /// requires that it passed; the child, marked by [`is_child`], does the test's work.
 pub async fn alone(test: &str) {
-    let end = ChildTest::spawn(test).end(STEP * 6).await;
-    assert!(
-        end.status.is_some_and(|status| status.success())
-            && end.stdout.contains("test result: ok. 1 passed"),
-        "the child process that runs {test} did not pass: {}",
-        end.describe()
-    );
+    child::alone(test, CHILD_TIME).await;
 }
 
 /// [`alone`] for a child that measures itself: prints its line holding `figures`, and requires
 /// that it printed one.
 pub async fn alone_with_figures(test: &str, figures: &str) {
-    let end = ChildTest::spawn(test).end(STEP * 6).await;
-    if let Some(line) = end.stdout.lines().find(|line| line.contains(figures)) {
-        println!("{line}");
-    }
-    assert!(
-        end.status.is_some_and(|status| status.success())
-            && end.stdout.contains("test result: ok. 1 passed")
-            && end.stdout.contains(figures),
-        "the child process that runs {test} did not pass with its figures: {}",
-        end.describe()
-    );
+    child::alone_with_figures(test, figures, CHILD_TIME).await;
 }
 
 /// Signals every thread until one named `thread` has handled it: a thread with every signal

@@ -1,12 +1,11 @@
-//! What the live tests share: a recording handler, a peer that feeds a queue, log capture, and
-//! waiting on a condition with a deadline.
+//! What the live tests share: a recording handler, a peer that feeds a queue, and the helpers of
+//! every test binary (`tests/common/`): log capture, waiting on a condition with a deadline, a
+//! test in a process of its own.
 
 use std::{
-    io::Write,
     marker::PhantomData,
     path::{Path, PathBuf},
     process::Command,
-    sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -163,8 +162,18 @@ impl Journal {
     }
 }
 
+#[path = "../common/child.rs"]
+pub mod child;
+#[path = "../common/logs.rs"]
+pub mod logs;
+#[path = "../common/poll.rs"]
+pub mod poll;
 #[path = "../common/ports.rs"]
 mod ports;
+#[path = "../common/stderr.rs"]
+pub mod stderr;
+
+pub use child::test_name;
 /// A loopback port nobody listens on right now, for endpoints a registration must name up front.
 pub use ports::free_port;
 
@@ -226,31 +235,10 @@ impl<B: ruststream_zmq::Backend> Feeder<B> {
     }
 }
 
-/// Every log line written since the process started, for tests that assert a warning.
-pub fn logs() -> &'static Mutex<Vec<u8>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&buffer);
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter("info")
-            .with_ansi(false)
-            .with_writer(move || SharedWriter(Arc::clone(&sink)))
-            .try_init();
-        buffer
-    })
-}
-
-struct SharedWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Every log line of the process (INFO and up), from the first call on, for the tests that
+/// assert a warning: each finds its own lines by a name no other test logs.
+pub fn logs() -> &'static logs::Captured {
+    logs::process_wide("info")
 }
 
 /// Starts capturing logs; call first in a test that asserts on them.
@@ -260,27 +248,13 @@ pub fn capture_logs() {
 
 /// Every log line written so far that contains each of `parts`.
 pub fn log_lines(parts: &[&str]) -> Vec<String> {
-    String::from_utf8_lossy(&logs().lock().unwrap())
-        .lines()
-        .filter(|line| parts.iter().all(|p| line.contains(p)))
-        .map(str::to_owned)
-        .collect()
+    logs().lines(parts)
 }
 
-/// Waits until a log line contains every one of `parts`; answers that line.
+/// Waits until a log line contains every one of `parts`; answers the first such line.
 pub async fn logged(parts: &[&str]) -> String {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
-        if let Some(line) = text
-            .lines()
-            .find(|line| parts.iter().all(|p| line.contains(p)))
-        {
-            return line.to_owned();
-        }
-        assert!(Instant::now() < deadline, "no log line with {parts:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut lines = logs().logged(parts, Duration::from_secs(15)).await;
+    lines.remove(0)
 }
 
 /// Waits until `monitor.sent()` reaches `expected`, failing after fifteen seconds: a message can
@@ -298,21 +272,7 @@ pub async fn sent_reaches(monitor: &ruststream_zmq::ZmqMonitor, expected: u64) {
 
 /// Polls `done` until it holds, or fails naming `what` once `limit` has passed.
 pub async fn eventually(limit: Duration, what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// The name libtest gives the test `name` of the module whose `module_path!()` is `module`: that
-/// path without the crate's name (`on_libzmq::rpc::memory_probe_100_000_requests`), for a test
-/// that runs one of its own in a child process.
-pub fn test_name(module: &str, name: &str) -> String {
-    let (_, within) = module
-        .split_once("::")
-        .expect("a test module inside the test crate");
-    format!("{within}::{name}")
+    poll::until(limit, what, done).await;
 }
 
 /// The example `name`, next to this test's executable (`target/<profile>/examples/<name>`), built

@@ -305,27 +305,26 @@ fn reply(version: &[u8], id: &[u8], verdict: Verdict) -> Vec<Vec<u8>> {
     ]
 }
 
+// The test suite's one runner of a test in a process of its own, shared with the test binaries
+// (`tests/common/`), for the tests below: the faults they inject abort the process.
+#[cfg(test)]
+#[path = "../../../tests/common/child.rs"]
+mod child;
+#[cfg(test)]
+#[path = "../../../tests/common/stderr.rs"]
+mod stderr;
+
 #[cfg(test)]
 mod tests {
-    use std::{
-        io::Read,
-        os::unix::process::ExitStatusExt,
-        process::{Command, Stdio},
-        sync::atomic::AtomicU8,
-        time::{Duration, Instant as StdInstant},
-    };
+    use std::{os::unix::process::ExitStatusExt, sync::atomic::AtomicU8, time::Duration};
 
-    use super::*;
+    use super::{child, *};
 
     /// The fault the handler meets at its next request, set by a test in its child process.
     pub(super) static FAULT: AtomicU8 = AtomicU8::new(NO_FAULT);
     pub(super) const NO_FAULT: u8 = 0;
     pub(super) const SOCKET_FAILS: u8 = 1;
     pub(super) const PANICS: u8 = 2;
-
-    /// Marks the child process of [`a_failed_handler_aborts_before_an_unlisted_client_gets_in`];
-    /// its value is the fault to inject.
-    const CHILD: &str = "RUSTSTREAM_ZMQ_ZAP_FAULT";
 
     fn request(domain: &str, mechanism: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
         vec![
@@ -401,63 +400,66 @@ mod tests {
         println!("still running");
     }
 
-    /// Runs [`unlisted_client_meets`] with `fault` in a child process; answers how it ended,
-    /// what it printed, and the endpoint it listened on.
-    fn child_with(fault: u8) -> (std::process::ExitStatus, String, String) {
-        let test = "transport::libzmq::zap::tests::a_failed_handler_aborts_before_an_unlisted_client_gets_in";
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", test, "--nocapture", "--test-threads=1"])
-            .env(CHILD, fault.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+    /// Enforcement never lapses: the handler meeting `fault` with an unlisted client's handshake
+    /// waiting ends the process (SIGABRT) with an ERROR naming the endpoint and saying `why`, and
+    /// the client's message never arrives. The test `test` runs [`unlisted_client_meets`] in a
+    /// child process of its own (itself again), which the fault aborts.
+    fn aborts_before_an_unlisted_client_gets_in(test: &str, fault: u8, why: &str) {
+        let test = child::test_name(module_path!(), test);
+        if child::is_child(&test) {
+            return unlisted_client_meets(fault);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
             .unwrap();
         // A loaded 2-core machine: the child's own wait is 10 s at most.
-        let deadline = StdInstant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if StdInstant::now() > deadline {
-                let _ = child.kill();
-                panic!("the child process with fault {fault} did not end");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let (mut stdout, mut stderr) = (String::new(), String::new());
-        child.stdout.unwrap().read_to_string(&mut stdout).unwrap();
-        child.stderr.unwrap().read_to_string(&mut stderr).unwrap();
-        (status, stdout, stderr)
+        let end = runtime.block_on(async {
+            child::ChildTest::spawn(&test)
+                .end(Duration::from_secs(60))
+                .await
+        });
+        let shown = end.describe();
+        assert!(
+            !end.stdout.contains("received"),
+            "a message got in: {shown}"
+        );
+        assert_eq!(
+            end.status.and_then(|status| status.signal()),
+            Some(libc::SIGABRT),
+            "{shown}"
+        );
+        let address = end
+            .stdout
+            .lines()
+            .find_map(|line| Some(line.split_once("listening on ")?.1))
+            .unwrap_or_else(|| panic!("no endpoint: {shown}"));
+        let error = end
+            .stderr
+            .lines()
+            .find(|line| line.contains("the CURVE authentication handler stopped"))
+            .unwrap_or_else(|| panic!("no ERROR: {shown}"));
+        assert!(error.contains("ERROR"), "{error}");
+        assert!(error.contains(&format!("endpoints={address}")), "{error}");
+        assert!(error.contains(why), "{error}");
     }
 
-    /// Enforcement never lapses: the handler's socket failing, or its thread panicking, with an
-    /// unlisted client's handshake waiting, ends the process (SIGABRT) with an ERROR naming the
-    /// endpoint, and the client's message never arrives.
     #[test]
-    fn a_failed_handler_aborts_before_an_unlisted_client_gets_in() {
-        if let Some(fault) = std::env::var_os(CHILD) {
-            return unlisted_client_meets(fault.to_str().unwrap().parse().unwrap());
-        }
-        for (fault, why) in [
-            (SOCKET_FAILS, "its socket failed"),
-            (PANICS, "its thread panicked: a panic a unit test injected"),
-        ] {
-            let (status, stdout, stderr) = child_with(fault);
-            let shown = format!("{status}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}");
-            assert!(!stdout.contains("received"), "a message got in: {shown}");
-            assert_eq!(status.signal(), Some(libc::SIGABRT), "{shown}");
-            let address = stdout
-                .lines()
-                .find_map(|line| Some(line.split_once("listening on ")?.1))
-                .unwrap_or_else(|| panic!("no endpoint: {shown}"));
-            let error = stderr
-                .lines()
-                .find(|line| line.contains("the CURVE authentication handler stopped"))
-                .unwrap_or_else(|| panic!("no ERROR: {shown}"));
-            assert!(error.contains("ERROR"), "{error}");
-            assert!(error.contains(&format!("endpoints={address}")), "{error}");
-            assert!(error.contains(why), "{error}");
-        }
+    fn a_handler_whose_socket_fails_aborts_before_an_unlisted_client_gets_in() {
+        aborts_before_an_unlisted_client_gets_in(
+            "a_handler_whose_socket_fails_aborts_before_an_unlisted_client_gets_in",
+            SOCKET_FAILS,
+            "its socket failed",
+        );
+    }
+
+    #[test]
+    fn a_handler_that_panics_aborts_before_an_unlisted_client_gets_in() {
+        aborts_before_an_unlisted_client_gets_in(
+            "a_handler_that_panics_aborts_before_an_unlisted_client_gets_in",
+            PANICS,
+            "its thread panicked: a panic a unit test injected",
+        );
     }
 
     #[test]
