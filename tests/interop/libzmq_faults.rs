@@ -299,7 +299,7 @@ async fn frame_headers_in_a_process_of_its_own() {
     })
     .await;
 
-    // 256 MiB announced over the 8 MiB default limit, and sent: each write fails once the
+    // 256 MiB announced over the 64 KiB default limit, and sent: each write fails once the
     // service has cut the connection.
     let mut attacker = raw_push(&address).await;
     attacker.write_all(&good(2)).await.unwrap();
