@@ -15,17 +15,35 @@ use crate::support::{
 };
 
 const COPIES: u64 = 1_000;
-const SEND_TIMEOUT: Duration = Duration::from_secs(1);
-/// What a copy failing fast may take at most, between one handler call and the next on a
-/// loaded machine: far below the `SEND_TIMEOUT` a copy that waited would take.
-const AT_ONCE: Duration = Duration::from_millis(400);
+/// Long enough that a copy which waited it stands apart from a copy that failed at once, even on
+/// a loaded machine where formatting a warning in a debug build can stall for a while.
+const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The per-copy failure the runtime logs; fast failures name the episode's reason.
 const LOST: &str = "publishing the retry copy failed";
 const FAILS_FAST: &str = "sends fail at once until it is reached again";
+/// The warning that opens the episode, once.
+const ANNOUNCED: &str = "sends to this destination fail at once";
+
+/// A send to `endpoint` that failed, as the error of a lost copy reads: the prefix (`sending to`,
+/// or `connecting to` where the client failed to connect) naming the endpoint, cut off. `None`
+/// where the error names another endpoint or no reason at all.
+fn reason_toward<'a>(error: &'a str, endpoint: &str) -> Option<&'a str> {
+    ["sending to", "connecting to"]
+        .iter()
+        .find_map(|verb| error.strip_prefix(&format!("{verb} `{endpoint}` failed: ")))
+        .filter(|reason| !reason.trim().is_empty())
+}
+
+/// What a lost copy's log line says failed: its `error=` field.
+fn error_of(line: &str) -> &str {
+    line.split_once(" error=")
+        .map(|(_, error)| error)
+        .unwrap_or_else(|| panic!("no error in {line}"))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_in_one_send_timeout_until_it_is_back()
+async fn copies_toward_a_retry_queue_that_is_down_wait_one_send_timeout_then_fail_at_once_until_it_is_back()
  {
     capture_logs();
     let (feeder, upstream) = Feeder::bind("tcp://127.0.0.1:0").await;
@@ -70,23 +88,23 @@ async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_in_one_send_ti
         .map(|pair| pair[1] - pair[0])
         .max()
         .unwrap();
-    let total = calls[calls.len() - 1] - calls[0];
     println!(
         "{COPIES} copies toward a retry queue that is down: the first failed after \
-         {first_wait:?}, each later one within {slowest_after:?}, all within {total:?} \
-         (send_timeout {SEND_TIMEOUT:?})"
+         {first_wait:?}, each later one within {slowest_after:?}, all within {:?} \
+         (send_timeout {SEND_TIMEOUT:?})",
+        calls[calls.len() - 1] - calls[0]
     );
+    // The next payment is handled once the copy before it failed: the first copy waited its
+    // send timeout; one that waited again would hold its successor a whole send timeout, where
+    // failing at once leaves only the machine's own pauses (bounded here by half of it).
     assert!(
         first_wait >= SEND_TIMEOUT - Duration::from_millis(50),
         "the first copy gave up after {first_wait:?}, before its send_timeout"
     );
     assert!(
-        slowest_after < AT_ONCE,
-        "a copy after the first failure took {slowest_after:?}: it did not fail at once"
-    );
-    assert!(
-        total < SEND_TIMEOUT * 2,
-        "{COPIES} copies took {total:?} to fail, not about one send_timeout"
+        slowest_after < SEND_TIMEOUT / 2,
+        "a copy after the first failure took {slowest_after:?} of a {SEND_TIMEOUT:?} \
+         send_timeout: it waited rather than failing at once"
     );
     assert_eq!(monitor.send_failures(), COPIES);
     assert_eq!(monitor.sent(), 0, "nothing could leave");
@@ -95,34 +113,68 @@ async fn a_thousand_copies_toward_a_retry_queue_that_is_down_fail_in_one_send_ti
         "no copy was delivered"
     );
 
-    // Every copy's loss is logged; all but the first fail fast, naming the reason the one
-    // warning that opened the episode gave.
+    // Every copy's loss is logged. The first copy's own failure is the episode's reason: it
+    // names the retry queue's endpoint (what this test left unreachable) and why nothing took
+    // the copy there, and every later copy fails at once naming that same reason.
     eventually(Duration::from_secs(5), "each lost copy logged", || {
         log_lines(&[LOST, &port]).len() as u64 == COPIES
     })
     .await;
-    let (fast, waited): (Vec<String>, Vec<String>) = log_lines(&[LOST, &port])
-        .into_iter()
-        .partition(|line| line.contains(FAILS_FAST));
+    let lost = log_lines(&[LOST, &port]);
+    let (fast, waited): (Vec<&String>, Vec<&String>) =
+        lost.iter().partition(|line| line.contains(FAILS_FAST));
     assert_eq!(waited.len(), 1, "only the first copy waits: {waited:#?}");
+    assert_eq!(
+        waited[0], &lost[0],
+        "the copy that waited is the first one lost"
+    );
     assert_eq!(fast.len() as u64, COPIES - 1);
-    let announced = log_lines(&["sends to this destination fail at once", &port]);
+    let first_error = error_of(waited[0]);
+    let first_reason = reason_toward(first_error, &retry_address).unwrap_or_else(|| {
+        panic!("the first copy's failure names no reason toward {retry_address}: {first_error}")
+    });
+    assert!(
+        !first_reason.contains(FAILS_FAST),
+        "the first copy failed on its own, not at once: {first_error}"
+    );
+    // The episode keeps the first failure as it was reported: the error whole, or only its
+    // reason where the caller's deadline came before the socket's.
+    let is_first_failure = |reason: &str| {
+        !reason.is_empty()
+            && (reason == first_error
+                || reason_toward(reason, &retry_address).unwrap_or(reason) == first_reason)
+    };
+    let opening = format!("sending to `{retry_address}` failed: not reached for ");
+    let closing = format!("); {FAILS_FAST}");
+    for line in &fast {
+        let error = error_of(line);
+        let reason = error
+            .strip_prefix(&opening)
+            .and_then(|rest| rest.strip_suffix(&closing))
+            .and_then(|rest| rest.split_once(" ("))
+            .map(|(_elapsed, reason)| reason)
+            .unwrap_or_else(|| panic!("not a fast failure toward {retry_address}: {error}"));
+        assert!(
+            is_first_failure(reason),
+            "a fast failure names `{reason}`, not the first copy's failure `{first_error}`"
+        );
+    }
+    let announced = log_lines(&[ANNOUNCED, &port]);
     assert_eq!(
         announced.len(),
         1,
         "the unreachable destination is announced once, not once per copy: {announced:#?}"
     );
-    let reason = fast[0]
-        .split_once(" (")
-        .and_then(|(_, rest)| rest.split_once("); "))
-        .map(|(reason, _)| reason)
-        .unwrap_or_else(|| panic!("no reason in {}", fast[0]));
+    assert!(announced[0].contains(" WARN "), "{}", announced[0]);
+    let announced_reason = announced[0]
+        .split_once(" reason=")
+        .map(|(_, reason)| reason)
+        .unwrap_or_else(|| panic!("no reason in {}", announced[0]));
     assert!(
-        announced[0].contains(&format!("reason={reason}")),
-        "the fast failures name the episode's reason `{reason}`: {}",
-        announced[0]
+        is_first_failure(announced_reason),
+        "the episode opened with `{announced_reason}`, not the first copy's failure \
+         `{first_error}`"
     );
-    assert!(fast.iter().all(|line| line.contains(reason)));
 
     // Phase 2: the retry queue comes up; the next copies reach it.
     let (retry_calls, mut retries) = journal();
