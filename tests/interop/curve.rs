@@ -138,6 +138,67 @@ async fn a_client_with_a_wrong_server_key_is_refused_and_counted_and_nothing_arr
     connected.shutdown().await.unwrap();
 }
 
+/// The test below, by the name libtest gives it.
+fn wrong_key_logged() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_client_with_a_wrong_server_key_is_logged_at_debug_level_only",
+    )
+}
+
+/// The security guide's promise: a client with the wrong server key hides its own key, so its
+/// refusal is logged at debug level only, where an unlisted client's is a warning. Every line is
+/// kept, debug ones too, from the wrong key's first handshake until it is counted: each is at
+/// debug level, and one says the handshake failed, naming the endpoint. The lines are read from
+/// the logs, so it runs in a process of its own. (CURVE is libzmq's alone.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_a_wrong_server_key_is_logged_at_debug_level_only() {
+    if is_child(&wrong_key_logged()) {
+        return wrong_key_logged_in_a_process_of_its_own().await;
+    }
+    alone(&wrong_key_logged()).await;
+}
+
+async fn wrong_key_logged_in_a_process_of_its_own() {
+    use crate::support::logs::{level, process_wide};
+    let logs = process_wide("info,ruststream_zmq=debug");
+    let server = CurveKeyPair::generate().unwrap();
+    let client = python_keypair();
+    let (connected, mut tap, address) = curve_queue(&server, &[&client]).await;
+    let monitor = connected.monitor();
+    let from = logs.mark();
+    let impostor = CurveKeyPair::generate().unwrap().public();
+    let mut peer = PyPeer::connect("PUSH", &address, client_of(&impostor, &client)).await;
+    offer(&mut peer, 1).await;
+    refused_at(
+        &mut peer,
+        Refused::WrongServerKey,
+        "a wrong server key refused",
+    )
+    .await;
+    refused(&monitor, 1, "the wrong server key counted").await;
+    let failed = logs
+        .logged(
+            &[
+                "a peer failed its handshake",
+                &format!("endpoint={address} "),
+            ],
+            STEP,
+        )
+        .await;
+    let said = logs.lines_since(from, &[]);
+    assert!(
+        said.iter().all(|line| level(line) == "DEBUG"),
+        "a line above debug level about a wrong server key: {said:#?}"
+    );
+    assert!(
+        failed.iter().all(|line| level(line) == "DEBUG"),
+        "{failed:#?}"
+    );
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    connected.shutdown().await.unwrap();
+}
+
 /// Whether a thread of this process goes by `name` (its `comm`).
 fn a_thread_named(name: &str) -> bool {
     std::fs::read_dir("/proc/self/task")
