@@ -55,6 +55,7 @@ mod on_zeromq {
     mod queue_lifecycle;
     mod queue_settlement;
     mod queue_wire;
+    mod read_ahead;
     mod readiness;
     mod requester;
     mod rpc;
@@ -103,6 +104,7 @@ mod on_libzmq {
     mod queue_lifecycle;
     mod queue_settlement;
     mod queue_wire;
+    mod read_ahead;
     mod readiness;
     mod requester;
     mod rpc;
