@@ -202,6 +202,18 @@ async fn copies_toward_a_retry_queue_that_is_down_wait_one_send_timeout_then_fai
         "the end of the episode counts the copies refused at once: {}",
         back[0]
     );
+    // `guide::backpressure`: one warning marks the start of the episode, one info line its end,
+    // and the retry queue's writer logs nothing else of it.
+    let episode = log_lines(&["ruststream_zmq::transport::writer:", &port]);
+    let levels: Vec<&str> = episode
+        .iter()
+        .filter_map(|line| line.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(
+        levels,
+        ["WARN", "INFO"],
+        "one warning opens the episode, one info line ends it: {episode:#?}"
+    );
     feeder
         .send("unreachable", COPIES, Plan::Retry { times: 1 })
         .await;
