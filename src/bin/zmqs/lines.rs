@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use ruststream::IncomingMessage;
+use ruststream::{HeaderMap, IncomingMessage};
 use ruststream_zmq::ZmqMessage;
 use serde_json::{Map, Value, json};
 
@@ -11,21 +11,35 @@ use serde_json::{Map, Value, json};
 /// under `headers_base64`), its payload (JSON where it parses, else `payload_base64`), and
 /// when it arrived.
 pub fn message(message: &ZmqMessage, arrived: SystemTime) -> Map<String, Value> {
+    line(
+        message.name(),
+        IncomingMessage::headers(message),
+        IncomingMessage::payload(message),
+        arrived,
+    )
+}
+
+/// [`message`] of its parts: a `ZmqMessage` is made by the crate alone, from what it decoded.
+fn line(
+    name: &str,
+    headers: &HeaderMap,
+    payload: &[u8],
+    arrived: SystemTime,
+) -> Map<String, Value> {
     let mut line = Map::new();
-    line.insert("name".into(), json!(message.name()));
-    let mut headers = Map::new();
+    line.insert("name".into(), json!(name));
+    let mut text = Map::new();
     let mut binary = Map::new();
-    for (name, value) in IncomingMessage::headers(message).iter() {
+    for (name, value) in headers.iter() {
         match std::str::from_utf8(value) {
-            Ok(text) => headers.insert(name.to_owned(), json!(text)),
+            Ok(value) => text.insert(name.to_owned(), json!(value)),
             Err(_) => binary.insert(name.to_owned(), json!(base64(value))),
         };
     }
-    line.insert("headers".into(), Value::Object(headers));
+    line.insert("headers".into(), Value::Object(text));
     if !binary.is_empty() {
         line.insert("headers_base64".into(), Value::Object(binary));
     }
-    let payload = IncomingMessage::payload(message);
     match serde_json::from_slice::<Value>(payload) {
         Ok(value) => line.insert("payload".into(), value),
         Err(_) => line.insert("payload_base64".into(), json!(base64(payload))),
@@ -65,4 +79,124 @@ fn civil(days: i64) -> (i64, i64, i64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use ruststream::{Bytes, HeaderMap};
+    use serde_json::json;
+
+    use super::{line, rfc3339};
+
+    fn at(seconds: u64, micros: u64) -> std::time::SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds) + Duration::from_micros(micros)
+    }
+
+    /// Times `date -u -d @SECONDS` reads so, each on a side of a month's or a year's end, in
+    /// leap years and in the years a century makes common.
+    #[test]
+    fn known_times_read_as_gnu_date_reads_them() {
+        for (seconds, text) in [
+            (0, "1970-01-01T00:00:00"),
+            (2_678_400, "1970-02-01T00:00:00"),
+            (5_097_600, "1970-03-01T00:00:00"),
+            (68_169_600, "1972-02-29T00:00:00"),
+            (946_684_799, "1999-12-31T23:59:59"),
+            (951_782_400, "2000-02-29T00:00:00"),
+            (1_234_567_890, "2009-02-13T23:31:30"),
+            (1_583_020_799, "2020-02-29T23:59:59"),
+            (1_700_000_000, "2023-11-14T22:13:20"),
+            (1_709_251_199, "2024-02-29T23:59:59"),
+            (1_709_251_200, "2024-03-01T00:00:00"),
+            (4_107_542_399, "2100-02-28T23:59:59"),
+            (4_107_542_400, "2100-03-01T00:00:00"),
+            (253_402_300_799, "9999-12-31T23:59:59"),
+        ] {
+            assert_eq!(
+                rfc3339(at(seconds, 0)),
+                format!("{text}.000000Z"),
+                "{seconds}"
+            );
+        }
+    }
+
+    /// Every day from 1970 to 2400 (four centuries: each leap rule, every month's length), its
+    /// date counted a day at a time against a table of month lengths, not by the formula the
+    /// code uses.
+    #[test]
+    fn every_day_for_four_centuries_has_the_date_counted_day_by_day() {
+        let leap = |year: u64| {
+            year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
+        };
+        let (mut year, mut month, mut day) = (1970u64, 1u64, 1u64);
+        let mut days = 0u64;
+        while year <= 2400 {
+            // A second of the day that moves with the day, to read each field of the time too.
+            let second = days * 7919 % 86_400;
+            let expected = format!(
+                "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+                second / 3600,
+                second % 3600 / 60,
+                second % 60,
+                days % 1_000_000
+            );
+            assert_eq!(
+                rfc3339(at(days * 86_400 + second, days % 1_000_000)),
+                expected
+            );
+            let length = match month {
+                2 if leap(year) => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            days += 1;
+            day += 1;
+            if day > length {
+                (day, month) = (1, month + 1);
+            }
+            if month > 12 {
+                (month, year) = (1, year + 1);
+            }
+        }
+        assert_eq!(days, 157_420, "the days of 1970 to 2400 inclusive");
+    }
+
+    #[test]
+    fn the_time_keeps_microseconds_cut_not_rounded() {
+        let time = at(1_700_000_000, 123_456) + Duration::from_nanos(999);
+        assert_eq!(rfc3339(time), "2023-11-14T22:13:20.123456Z");
+        assert_eq!(
+            rfc3339(at(1_700_000_000, 999_999)),
+            "2023-11-14T22:13:20.999999Z"
+        );
+    }
+
+    #[test]
+    fn a_header_value_that_is_not_utf8_is_under_headers_base64_and_a_payload_that_is_not_json_too()
+    {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-tenant", "acme");
+        headers.insert("x-raw".to_owned(), Bytes::from_static(&[0, 0x9f, 0xff]));
+        let printed = line("payments", &headers, b"not json", at(0, 0));
+        assert_eq!(
+            serde_json::Value::Object(printed),
+            json!({
+                "name": "payments",
+                "headers": {"x-tenant": "acme"},
+                "headers_base64": {"x-raw": "AJ//"},
+                "payload_base64": "bm90IGpzb24=",
+                "arrived": "1970-01-01T00:00:00.000000Z",
+            })
+        );
+        let printed = line("payments", &HeaderMap::new(), br#"{"id":1}"#, at(0, 0));
+        assert_eq!(printed["payload"], json!({"id": 1}));
+        assert_eq!(printed["headers"], json!({}));
+        assert!(
+            printed.get("headers_base64").is_none() && printed.get("payload_base64").is_none(),
+            "{printed:?}"
+        );
+    }
 }

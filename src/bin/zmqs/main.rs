@@ -133,3 +133,51 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::duration;
+
+    #[test]
+    fn a_duration_reads_each_unit_and_decimals() {
+        for (text, expected) in [
+            ("500ms", Duration::from_millis(500)),
+            ("1.5ms", Duration::from_micros(1500)),
+            ("10s", Duration::from_secs(10)),
+            ("0.25s", Duration::from_millis(250)),
+            ("2m", Duration::from_secs(120)),
+            ("1.5m", Duration::from_secs(90)),
+            ("1h", Duration::from_secs(3600)),
+            ("0.5h", Duration::from_secs(1800)),
+            ("7", Duration::from_secs(7)),
+            ("2.5", Duration::from_millis(2500)),
+            (" 3s ", Duration::from_secs(3)),
+            ("0s", Duration::ZERO),
+        ] {
+            assert_eq!(duration(text), Ok(expected), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_duration_that_is_not_one_says_why() {
+        for (text, says) in [
+            ("", "`` is not a duration"),
+            ("ms", "`ms` is not a duration"),
+            ("ten", "`ten` is not a duration"),
+            ("-1s", "`-1s` is not a duration"),
+            ("1.2.3s", "`1.2.3s` is not a duration"),
+            ("10x", "`x` is not a unit"),
+            ("10 s", "` s` is not a unit"),
+            ("1e3", "`e3` is not a unit"),
+            ("5sec", "`sec` is not a unit"),
+        ] {
+            let err = duration(text).expect_err(text);
+            assert!(err.starts_with(says), "{text:?}: {err}");
+        }
+        // A number of seconds no `Duration` holds.
+        let huge = "9".repeat(30);
+        assert!(duration(&huge).is_err(), "{huge}");
+    }
+}

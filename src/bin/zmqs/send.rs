@@ -146,13 +146,12 @@ impl Send {
         let publisher = link.publisher();
         let total = self.count.saturating_mul(payloads.len() as u64);
         let started = Instant::now();
-        let mut progress = Progress::new(self.quiet, total);
+        let mut progress = Progress::new(self.quiet, total, started);
         let mut sent = 0u64;
         for _ in 0..self.count {
             for payload in payloads {
                 if let Some(rate) = self.rate {
-                    let due = started + Duration::from_secs_f64(sent as f64 / rate);
-                    tokio::time::sleep_until(due.into()).await;
+                    tokio::time::sleep_until((started + due(sent, rate)).into()).await;
                 }
                 let message = OutgoingMessage::assembled(
                     self.name.as_str(),
@@ -169,10 +168,14 @@ impl Send {
                     });
                 }
                 sent += 1;
-                progress.tick(sent);
+                if let Some(line) = progress.tick(sent, Instant::now()) {
+                    eprintln!("{line}");
+                }
             }
         }
-        progress.done(sent, started.elapsed());
+        if let Some(line) = progress.done(sent, Instant::now()) {
+            eprintln!("{line}");
+        }
         // The socket's queue and the peer's read of a closing connection are out of sight: the
         // sockets' own close does not wait for them in a process that exits right after.
         tokio::time::sleep(self.linger).await;
@@ -227,8 +230,14 @@ pub fn headers(given: &[String]) -> Result<HeaderMap, Failure> {
     Ok(headers)
 }
 
-/// A line on stderr each second of a run longer than one, and a summary at the end of such a
-/// run: how far it is, and how fast.
+/// When the message after `sent` others is due under `--rate rate`, from the first one's
+/// start: the n-th at n / rate seconds, so a send that took long does not push back the rest.
+fn due(sent: u64, rate: f64) -> Duration {
+    Duration::from_secs_f64(sent as f64 / rate)
+}
+
+/// A line for stderr each second of a run longer than one, and a summary at the end of such a
+/// run: how far it is, and how fast. Given the times, so a test can give them.
 struct Progress {
     quiet: bool,
     total: u64,
@@ -239,8 +248,7 @@ struct Progress {
 impl Progress {
     const EVERY: Duration = Duration::from_secs(1);
 
-    fn new(quiet: bool, total: u64) -> Self {
-        let started = Instant::now();
+    fn new(quiet: bool, total: u64, started: Instant) -> Self {
         Self {
             quiet,
             total,
@@ -249,29 +257,124 @@ impl Progress {
         }
     }
 
-    fn tick(&mut self, sent: u64) {
-        if self.quiet {
-            return;
+    /// The progress line once `sent` have gone at `now`, where a second has passed since the
+    /// last (or the start).
+    fn tick(&mut self, sent: u64, now: Instant) -> Option<String> {
+        if self.quiet || now < self.next {
+            return None;
         }
-        let now = Instant::now();
-        if now >= self.next {
-            self.next = now + Self::EVERY;
-            let elapsed = now - self.started;
-            eprintln!(
-                "zmqs: sent {sent} of {} ({:.0}/s)",
-                self.total,
-                sent as f64 / elapsed.as_secs_f64()
-            );
-        }
+        self.next = now + Self::EVERY;
+        let elapsed = now - self.started;
+        Some(format!(
+            "zmqs: sent {sent} of {} ({:.0}/s)",
+            self.total,
+            sent as f64 / elapsed.as_secs_f64()
+        ))
     }
 
-    fn done(&self, sent: u64, elapsed: Duration) {
-        if !self.quiet && elapsed >= Self::EVERY {
-            eprintln!(
+    /// The summary of a run that ended at `now` having sent `sent`, where it lasted a second.
+    fn done(&self, sent: u64, now: Instant) -> Option<String> {
+        let elapsed = now - self.started;
+        (!self.quiet && elapsed >= Self::EVERY).then(|| {
+            format!(
                 "zmqs: sent {sent} in {:.1} s ({:.0}/s)",
                 elapsed.as_secs_f64(),
                 sent as f64 / elapsed.as_secs_f64()
-            );
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{Progress, due, read_payload};
+    use crate::Failure;
+
+    #[test]
+    fn rate_spaces_the_messages_from_the_first_ones_start() {
+        let ms = |n: u64| Duration::from_millis(n);
+        for (sent, rate, expected) in [
+            (0, 20.0, ms(0)),
+            (1, 20.0, ms(50)),
+            (2, 20.0, ms(100)),
+            (29, 20.0, ms(1450)),
+            (1, 0.5, ms(2000)),
+            (3, 0.5, ms(6000)),
+            (1000, 1000.0, ms(1000)),
+            (2, 8.0, ms(250)),
+        ] {
+            assert_eq!(due(sent, rate), expected, "message {sent} at {rate}/s");
+        }
+    }
+
+    #[test]
+    fn progress_says_a_line_a_second_and_a_summary_for_a_run_past_one() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut progress = Progress::new(false, 30, start);
+        assert_eq!(progress.tick(1, at(0)), None);
+        assert_eq!(progress.tick(19, at(999)), None);
+        assert_eq!(
+            progress.tick(20, at(1000)).as_deref(),
+            Some("zmqs: sent 20 of 30 (20/s)")
+        );
+        // The next a second after that one, not after the start's second.
+        assert_eq!(progress.tick(21, at(1500)), None);
+        assert_eq!(progress.tick(23, at(1999)), None);
+        assert_eq!(
+            progress.tick(25, at(2500)).as_deref(),
+            Some("zmqs: sent 25 of 30 (10/s)")
+        );
+        assert_eq!(progress.tick(30, at(3000)), None);
+        assert_eq!(
+            progress.done(30, at(3000)).as_deref(),
+            Some("zmqs: sent 30 in 3.0 s (10/s)")
+        );
+
+        // A run shorter than a second says nothing.
+        let mut short = Progress::new(false, 5, start);
+        assert_eq!(short.tick(5, at(999)), None);
+        assert_eq!(short.done(5, at(999)), None);
+        assert_eq!(
+            short.done(5, at(1000)).as_deref(),
+            Some("zmqs: sent 5 in 1.0 s (5/s)")
+        );
+
+        // `--quiet` says nothing at all.
+        let mut quiet = Progress::new(true, 30, start);
+        assert_eq!(quiet.tick(20, at(1000)), None);
+        assert_eq!(quiet.tick(30, at(5000)), None);
+        assert_eq!(quiet.done(30, at(5000)), None);
+    }
+
+    /// A scratch file of this test's own.
+    fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("zmqs-unit-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn file_gives_its_bytes_as_they_are_over_the_argument() {
+        let bytes = [b'{', 0, 0x9f, 0xff, b'\r', b'\n', b' '];
+        let path = scratch("payload", &bytes);
+        let read = read_payload(Some(&path), Some("the argument"));
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(read.unwrap(), bytes);
+        assert_eq!(read_payload(None, Some("{}")).unwrap(), b"{}");
+
+        let missing =
+            std::env::temp_dir().join(format!("zmqs-unit-{}-missing", std::process::id()));
+        match read_payload(Some(&missing), None) {
+            Err(Failure::Failed(why)) => {
+                assert!(
+                    why.starts_with(&format!("reading {} failed: ", missing.display())),
+                    "{why}"
+                );
+            }
+            other => panic!("a missing file: {other:?}"),
         }
     }
 }
