@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::Failure;
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendName {
     /// The pure-Rust client (the crate's default).
     Zeromq,
@@ -70,9 +70,62 @@ impl CurveArgs {
     }
 }
 
-/// What a build without libzmq answers to CURVE and to `--backend libzmq`.
-#[cfg(not(feature = "libzmq"))]
-pub fn not_built(what: &str) -> Failure {
+/// The backends this zmqs was built with.
+#[derive(Clone, Copy, Debug)]
+pub struct Built {
+    pub zeromq: bool,
+    pub libzmq: bool,
+}
+
+impl Built {
+    /// This binary's: its features.
+    pub const THIS: Self = Self {
+        zeromq: cfg!(feature = "zeromq"),
+        libzmq: cfg!(feature = "libzmq"),
+    };
+
+    /// The backend a socket command runs on: the one `asked` for, else libzmq where a CURVE
+    /// option is given (`curve`) or the pure-Rust client is not built in, else that client. A
+    /// pure function of the command line and the build, so a build the tests never make (one
+    /// without libzmq) is tested too: status 2 for `--backend zeromq` with CURVE, status 4 for a
+    /// backend this build lacks.
+    pub fn backend(self, asked: Option<BackendName>, curve: bool) -> Result<BackendName, Failure> {
+        if asked == Some(BackendName::Zeromq) && curve {
+            return Err(Failure::Usage(
+                "CURVE is libzmq's: drop `--backend zeromq`, or the CURVE options".into(),
+            ));
+        }
+        let chosen = asked.unwrap_or(if curve || !self.zeromq {
+            BackendName::Libzmq
+        } else {
+            BackendName::Zeromq
+        });
+        match chosen {
+            // Without either backend the crate does not compile: libzmq chosen here without
+            // CURVE was asked for.
+            BackendName::Libzmq if !self.libzmq => {
+                Err(not_built(if curve { "CURVE" } else { "--backend libzmq" }))
+            }
+            BackendName::Zeromq if !self.zeromq => Err(Failure::NotBuilt(
+                "--backend zeromq needs the `zeromq` feature, and this zmqs was built without it"
+                    .into(),
+            )),
+            chosen => Ok(chosen),
+        }
+    }
+
+    /// Whether `what` (a `keys` command) can run: it needs libzmq.
+    pub fn libzmq_for(self, what: &str) -> Result<(), Failure> {
+        if self.libzmq {
+            Ok(())
+        } else {
+            Err(not_built(what))
+        }
+    }
+}
+
+/// What a build without libzmq answers to CURVE, to `keys` and to `--backend libzmq`.
+fn not_built(what: &str) -> Failure {
     Failure::NotBuilt(format!(
         "{what} needs libzmq, and this zmqs was built without it: reinstall with \
          `cargo install ruststream-zmq --features cli,libzmq` (libzmq's headers: \
@@ -93,16 +146,8 @@ impl<P: Pattern> Link<P> {
         socket: &Socket,
         send_timeout: Duration,
     ) -> Result<Self, Failure> {
-        let libzmq = match socket.backend {
-            Some(BackendName::Libzmq) => true,
-            Some(BackendName::Zeromq) if socket.curve.any() => {
-                return Err(Failure::Usage(
-                    "CURVE is libzmq's: drop `--backend zeromq`, or the CURVE options".into(),
-                ));
-            }
-            Some(BackendName::Zeromq) => false,
-            None => socket.curve.any() || !cfg!(feature = "zeromq"),
-        };
+        let libzmq =
+            Built::THIS.backend(socket.backend, socket.curve.any())? == BackendName::Libzmq;
         if socket.bind {
             if socket.curve.curve_server.is_some() {
                 return Err(Failure::Usage(
@@ -204,19 +249,14 @@ where
     Ok(broker.connect().await?)
 }
 
+// `Built::backend` has refused CURVE and libzmq in a build without libzmq.
 #[cfg(not(feature = "libzmq"))]
 async fn connect_bound<P: Pattern>(
     endpoint: &str,
-    socket: &Socket,
-    libzmq: bool,
+    _socket: &Socket,
+    _libzmq: bool,
     send_timeout: Duration,
 ) -> Result<ConnectedZmq<P, Bound>, Failure> {
-    if socket.curve.any() {
-        return Err(not_built("CURVE"));
-    }
-    if libzmq {
-        return Err(not_built("--backend libzmq"));
-    }
     open::<P, Bound, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::bind(endpoint), send_timeout)
         .await
 }
@@ -224,16 +264,10 @@ async fn connect_bound<P: Pattern>(
 #[cfg(not(feature = "libzmq"))]
 async fn connect_dialing<P: Pattern>(
     endpoint: &str,
-    socket: &Socket,
-    libzmq: bool,
+    _socket: &Socket,
+    _libzmq: bool,
     send_timeout: Duration,
 ) -> Result<ConnectedZmq<P, Dialing>, Failure> {
-    if socket.curve.any() {
-        return Err(not_built("CURVE"));
-    }
-    if libzmq {
-        return Err(not_built("--backend libzmq"));
-    }
     open::<P, Dialing, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::dial(endpoint), send_timeout)
         .await
 }
@@ -365,5 +399,94 @@ pub mod curve {
             }
         }
         Ok(keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BackendName, BackendName::*, Built};
+
+    /// The build `cargo install ruststream-zmq --features cli` makes; no test binary is one.
+    const WITHOUT_LIBZMQ: Built = Built {
+        zeromq: true,
+        libzmq: false,
+    };
+    const BOTH: Built = Built {
+        zeromq: true,
+        libzmq: true,
+    };
+    const WITHOUT_ZEROMQ: Built = Built {
+        zeromq: false,
+        libzmq: true,
+    };
+
+    /// The exit status and message a choice is refused with.
+    fn refused(built: Built, asked: Option<BackendName>, curve: bool) -> (u8, String) {
+        let failure = built
+            .backend(asked, curve)
+            .expect_err(&format!("{built:?} refuses {asked:?} with curve={curve}"));
+        (failure.status(), failure.message().to_owned())
+    }
+
+    #[test]
+    fn a_build_without_libzmq_exits_4_for_curve_and_backend_libzmq_saying_how_to_reinstall() {
+        for (asked, curve, what) in [
+            (None, true, "CURVE needs libzmq"),
+            (Some(Libzmq), true, "CURVE needs libzmq"),
+            (Some(Libzmq), false, "--backend libzmq needs libzmq"),
+        ] {
+            let (status, message) = refused(WITHOUT_LIBZMQ, asked, curve);
+            assert_eq!(status, 4, "{asked:?} curve={curve}: {message}");
+            assert!(message.starts_with(what), "{message}");
+            assert!(
+                message.contains("cargo install ruststream-zmq --features cli,libzmq"),
+                "{message}"
+            );
+        }
+        for what in ["making CURVE keys", "reading CURVE keys"] {
+            let failure = WITHOUT_LIBZMQ.libzmq_for(what).expect_err("no libzmq");
+            assert_eq!(failure.status(), 4, "{}", failure.message());
+            assert!(
+                failure
+                    .message()
+                    .starts_with(&format!("{what} needs libzmq")),
+                "{}",
+                failure.message()
+            );
+        }
+        // What it has, it runs.
+        assert_eq!(WITHOUT_LIBZMQ.backend(None, false).unwrap(), Zeromq);
+        assert_eq!(WITHOUT_LIBZMQ.backend(Some(Zeromq), false).unwrap(), Zeromq);
+    }
+
+    #[test]
+    fn a_build_without_zeromq_exits_4_for_backend_zeromq_and_runs_libzmq_by_default() {
+        let (status, message) = refused(WITHOUT_ZEROMQ, Some(Zeromq), false);
+        assert_eq!(status, 4, "{message}");
+        assert!(
+            message.starts_with("--backend zeromq needs the `zeromq` feature"),
+            "{message}"
+        );
+        assert_eq!(WITHOUT_ZEROMQ.backend(None, false).unwrap(), Libzmq);
+        assert_eq!(
+            WITHOUT_ZEROMQ.libzmq_for("making CURVE keys").ok(),
+            Some(())
+        );
+    }
+
+    #[test]
+    fn a_curve_option_chooses_libzmq_and_backend_zeromq_with_one_is_a_usage_error() {
+        assert_eq!(BOTH.backend(None, true).unwrap(), Libzmq);
+        assert_eq!(BOTH.backend(None, false).unwrap(), Zeromq);
+        assert_eq!(BOTH.backend(Some(Libzmq), false).unwrap(), Libzmq);
+        // The command line is wrong whatever the build holds: 2 before 4.
+        for built in [BOTH, WITHOUT_LIBZMQ] {
+            let (status, message) = refused(built, Some(Zeromq), true);
+            assert_eq!(status, 2, "{built:?}: {message}");
+            assert_eq!(
+                message,
+                "CURVE is libzmq's: drop `--backend zeromq`, or the CURVE options"
+            );
+        }
     }
 }
