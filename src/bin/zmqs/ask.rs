@@ -70,11 +70,19 @@ impl Ask {
             Link::Bound(connected) => connected.requester(),
             Link::Dialing(connected) => connected.requester(),
         };
-        link.announce(Duration::from_secs(5)).await;
-        let asked = if self.count == 1 {
-            self.one(&requester, payload, headers).await
-        } else {
-            self.many(&requester, payload, headers).await
+        let asking = async {
+            if self.count == 1 {
+                self.one(&requester, payload, headers).await
+            } else {
+                self.many(&requester, payload, headers).await
+            }
+        };
+        // A requester's socket opens, and a bound one listens, with its first request: say
+        // where while the requests wait for a peer to dial in.
+        let mut asking = std::pin::pin!(asking);
+        let asked = tokio::select! {
+            asked = &mut asking => asked,
+            () = link.announce(Duration::from_secs(5)) => asking.await,
         };
         link.close().await;
         asked
