@@ -1,35 +1,45 @@
 //! The `zmqs` binary (feature `cli`), run as a process on this module's backend: `send` into a
-//! queue of this crate and a Python PULL, `--bind` and `--fanout`, and a progress line; `tail`
-//! of a Python PUSH and of this crate's fan-out by prefix; `ask` of this crate's responder and a
-//! Python ROUTER, one request and many in flight; exit statuses scripts rely on.
+//! queue of this crate and a Python PULL, `--bind`, `--fanout`, `--file`, and a progress line;
+//! `tail` of a Python PUSH and of this crate's fan-out by prefix, and each way it ends
+//! (`--count`, `--timeout` alone, Ctrl-C, a closed pipe); `ask` of this crate's responder and a
+//! Python ROUTER, one request and many, the requests in flight counted at the ROUTER, the
+//! percentiles, `--bind`; exit statuses scripts rely on. The helpers the binary's output goes
+//! through (durations, dates, pacing, the backend a build can run) are its own unit tests.
 
 use std::{
     process::{ExitStatus, Stdio},
-    sync::{Arc, Mutex},
     time::Duration,
 };
 
 use ruststream::{Broker, BytesMut, HeaderMap, OutgoingMessage, Publisher, Subscribe};
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines},
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
     process::{Child, ChildStdout, Command},
 };
 
 use super::{BACKEND, prelude::*};
-use crate::support::{Deadline, PyPeer, STEP, Tap, header, json_of, logs, python};
+use crate::support::{
+    Deadline, PyPeer, Received, STEP, Tap, header, json_of, logs, python, stderr::Collected,
+};
 
 /// The binary under test.
 const ZMQS: &str = env!("CARGO_BIN_EXE_zmqs");
 
-/// `zmqs` with `args`, on this module's backend where the command opens a socket.
-fn zmqs(args: &[&str]) -> Command {
+/// `zmqs` with `args` as a user types them: the backend is the binary's choice.
+fn zmqs_as_typed(args: &[&str]) -> Command {
     let mut command = Command::new(ZMQS);
     command.args(args);
+    command.kill_on_drop(true);
+    command
+}
+
+/// `zmqs` with `args`, on this module's backend where the command opens a socket.
+fn zmqs(args: &[&str]) -> Command {
+    let mut command = zmqs_as_typed(args);
     if matches!(args.first(), Some(&("send" | "tail" | "ask"))) {
         command.args(["--backend", BACKEND.name()]);
     }
-    command.kill_on_drop(true);
     command
 }
 
@@ -78,7 +88,21 @@ impl std::fmt::Debug for Ran {
 
 /// Runs `zmqs args` to its end, with `stdin` on its standard input, within `within`.
 pub async fn run_with(args: &[&str], stdin: &[u8], within: Duration) -> Ran {
-    let mut child = zmqs(args)
+    run_command(zmqs(args), args, stdin, within).await
+}
+
+pub async fn run(args: &[&str]) -> Ran {
+    run_with(args, b"", STEP * 2).await
+}
+
+/// Runs `zmqs args` as a user types them, with no `--backend` added.
+#[allow(dead_code, reason = "the CURVE tests use it, in libzmq's module alone")]
+pub async fn run_as_typed(args: &[&str]) -> Ran {
+    run_command(zmqs_as_typed(args), args, b"", STEP * 2).await
+}
+
+async fn run_command(mut command: Command, args: &[&str], stdin: &[u8], within: Duration) -> Ran {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -98,49 +122,57 @@ pub async fn run_with(args: &[&str], stdin: &[u8], within: Duration) -> Ran {
     }
 }
 
-pub async fn run(args: &[&str]) -> Ran {
-    run_with(args, b"", STEP * 2).await
-}
-
 /// A `zmqs` still running: its stdout read a line at a time, its stderr kept.
 pub struct Running {
     child: Child,
-    stdout: Lines<BufReader<ChildStdout>>,
-    stderr: Arc<Mutex<String>>,
+    /// `None` once the test closed it, as `| head` does when it has read enough.
+    stdout: Option<Lines<BufReader<ChildStdout>>>,
+    stderr: Collected,
 }
 
 impl Running {
     pub fn start(args: &[&str]) -> Self {
-        let mut child = zmqs(args)
+        Self::spawn(zmqs(args))
+    }
+
+    /// `zmqs args` as a user types them, with no `--backend` added.
+    #[allow(dead_code, reason = "the CURVE tests use it, in libzmq's module alone")]
+    pub fn start_as_typed(args: &[&str]) -> Self {
+        Self::spawn(zmqs_as_typed(args))
+    }
+
+    fn spawn(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("starting zmqs");
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        tokio::spawn(async move {
-            let mut buf = vec![0; 4096];
-            while let Ok(n) = pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = Collected::start(child.stderr.take().unwrap());
         Self {
             child,
-            stdout,
+            stdout: Some(stdout),
             stderr,
         }
     }
 
+    /// Closes the read end of its stdout: its next write finds no reader (EPIPE).
+    pub fn close_stdout(&mut self) {
+        self.stdout = None;
+    }
+
+    /// Sends it SIGINT, as Ctrl-C at a terminal does.
+    pub fn interrupt(&self) {
+        let pid = self.child.id().expect("zmqs is running");
+        let pid = libc::pid_t::try_from(pid).unwrap();
+        // SAFETY: kill(2) only sends a signal, to the child this test started and still holds.
+        let sent = unsafe { libc::kill(pid, libc::SIGINT) };
+        assert_eq!(sent, 0, "SIGINT to zmqs {pid}");
+    }
+
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.so_far()
     }
 
     /// The address it says it listens on (`--bind`), port resolved.
@@ -163,7 +195,8 @@ impl Running {
 
     /// Its next stdout line as JSON, or `None` after `within`.
     pub async fn line(&mut self, within: Duration) -> Option<Value> {
-        match tokio::time::timeout(within, self.stdout.next_line()).await {
+        let stdout = self.stdout.as_mut().expect("the test closed zmqs's stdout");
+        match tokio::time::timeout(within, stdout.next_line()).await {
             Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap()),
             Ok(_) => panic!("zmqs ended its stdout; stderr:\n{}", self.stderr()),
             Err(_) => None,
@@ -177,15 +210,28 @@ impl Running {
         }
     }
 
-    /// Waits for its end: its status and stderr.
+    /// Waits for its end: its status and all it wrote on stderr.
     pub async fn finish(mut self) -> (ExitStatus, String) {
         let status = tokio::time::timeout(STEP, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("zmqs did not end; stderr:\n{}", self.stderr()))
             .unwrap();
-        // Its stderr pipe closes as it exits; give the reader the last bytes.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        (status, self.stderr())
+        // The last bytes are in once the pipe has closed.
+        (status, self.stderr.whole(STEP).await)
+    }
+
+    /// The rest of its stdout, as JSON lines, to the end that comes as it exits.
+    pub async fn rest_of_stdout(&mut self) -> Vec<Value> {
+        let stdout = self.stdout.as_mut().expect("the test closed zmqs's stdout");
+        let mut lines = Vec::new();
+        while let Some(line) = tokio::time::timeout(STEP, stdout.next_line())
+            .await
+            .expect("zmqs's stdout did not end")
+            .unwrap()
+        {
+            lines.push(serde_json::from_str(&line).unwrap());
+        }
+        lines
     }
 }
 
@@ -626,4 +672,360 @@ async fn ask_sends_its_headers_to_a_python_router_and_times_out_with_status_3() 
     ])
     .await;
     ran.failed_with(3, "300ms");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_file_sends_its_bytes_as_they_are_and_a_file_it_cannot_read_exits_1() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let bytes = [0, 0x9f, 0xff, b'\r', b'\n', b'{', b'}', b'\n'];
+    let path = std::env::temp_dir().join(format!(
+        "zmqs-{}-{}-payload",
+        std::process::id(),
+        BACKEND.name()
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    let file = path.to_str().unwrap().to_owned();
+    let ran = run(&["send", &pull.endpoint.clone(), "payments", "--file", &file]).await;
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let received = pull.expect("the file's message").await;
+    assert_eq!(
+        received.frames.last().unwrap(),
+        &bytes,
+        "the payload is the file's bytes, none trimmed"
+    );
+
+    let ran = run(&["send", &pull.endpoint.clone(), "payments", "--file", &file]).await;
+    ran.failed_with(1, &format!("reading {file} failed"));
+    let ran = run(&[
+        "send",
+        &pull.endpoint.clone(),
+        "payments",
+        "{}",
+        "--file",
+        &file,
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(2), "a payload and a file: {ran:?}");
+    assert!(pull.recv(Duration::from_millis(200)).await.is_none());
+}
+
+/// `--timeout` alone bounds a tail that prints whatever comes: status 0 once something did, 3
+/// when nothing did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_timeout_without_count_ends_with_0_after_messages_and_with_3_after_none() {
+    logs();
+    // Long enough for a Python peer to start, dial in and send on a busy machine.
+    let mut tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--timeout",
+        "6s",
+    ]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send_json(json!({"id": 1})).await;
+    push.send_json(json!({"id": 2})).await;
+    assert_eq!(
+        tail.expect_line("the first").await["payload"],
+        json!({"id": 1})
+    );
+    assert_eq!(
+        tail.expect_line("the second").await["payload"],
+        json!({"id": 2})
+    );
+    let rest = tail.rest_of_stdout().await;
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(rest, Vec::<Value>::new(), "two were sent");
+    assert_eq!(status.code(), Some(0), "two arrived within 6s: {stderr}");
+
+    let ran = run(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(3, "no message arrived within 300ms");
+    assert_eq!(ran.stdout, "", "{ran:?}");
+}
+
+/// Ctrl-C is how a tail without `--count` or `--timeout` ends: status 0, not a death by signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_stops_on_ctrl_c_with_status_0() {
+    logs();
+    let mut tail = Running::start(&["tail", "tcp://127.0.0.1:0", "payments", "--bind"]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send_json(json!({"id": 1})).await;
+    // A printed line: it reads, and waits on the next message with Ctrl-C in hand.
+    assert_eq!(
+        tail.expect_line("the message").await["payload"],
+        json!({"id": 1})
+    );
+    tail.interrupt();
+    let rest = tail.rest_of_stdout().await;
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
+    assert_eq!(rest, Vec::<Value>::new());
+}
+
+/// `zmqs tail ... | head -n 1`: the reader closes the pipe once it has its line, and the tail
+/// ends on its next write, with status 0 and no panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_ends_with_status_0_when_its_reader_closes_the_pipe() {
+    logs();
+    let mut tail = Running::start(&["tail", "tcp://127.0.0.1:0", "payments", "--bind"]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send_json(json!({"id": 1})).await;
+    tail.expect_line("the line the reader wanted").await;
+    tail.close_stdout();
+    push.send_json(json!({"id": 2})).await;
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A headers frame must be UTF-8 to be read at all: the crate refuses the message, says why on
+/// stderr (the binary's default log level), and the tail goes on. So no message off the wire
+/// carries a header value that is not UTF-8, and `headers_base64` is left to the binary's unit
+/// test of the line it prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_no_line_for_headers_that_are_not_utf8_warns_and_goes_on() {
+    logs();
+    let mut tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--count",
+        "1",
+        "--timeout",
+        "20s",
+    ]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send(&[b"payments", b"x-raw: \xff\xfe", br#"{"id":1}"#])
+        .await;
+    push.send(&[b"payments", b"x-ok: yes", br#"{"id":2}"#])
+        .await;
+    let line = tail.expect_line("the second message").await;
+    assert_eq!(line["payload"], json!({"id": 2}), "the first was refused");
+    assert_eq!(line["headers"], json!({"x-ok": "yes"}));
+    assert!(line.get("headers_base64").is_none(), "{line}");
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "refused a message from a peer: a headers frame of 9 bytes that is not UTF-8"
+        ),
+        "{stderr}"
+    );
+}
+
+/// Answers a request a Python ROUTER read as the crate's requester matches an answer: by its
+/// correlation-id, echoing the payload.
+async fn answer(router: &mut PyPeer, request: &Received) {
+    let (identity, rest) = request.frames.split_first().expect("a routed request");
+    let (delimiter, rest): (&[&[u8]], _) = match rest {
+        [empty, rest @ ..] if empty.is_empty() && rest.len() == 3 => (&[b""], rest),
+        rest => (&[], rest),
+    };
+    let [_name, headers, payload] = rest else {
+        panic!("[name][headers][payload] expected: {request:?}");
+    };
+    let correlation = std::str::from_utf8(headers)
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("correlation-id: "))
+        .unwrap_or_else(|| panic!("no correlation-id: {request:?}"));
+    let headers = format!("correlation-id: {correlation}");
+    let mut frames: Vec<&[u8]> = vec![identity];
+    frames.extend_from_slice(delimiter);
+    frames.extend([&b"reply"[..], headers.as_bytes(), payload]);
+    router.send(&frames).await;
+}
+
+/// `--in-flight N` sends N requests before the first answer, and an (N+1)th only once one of
+/// them is answered: a Python ROUTER that answers when the test says counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_in_flight_keeps_that_many_requests_waiting_at_once_and_no_more() {
+    logs();
+    let mut router = PyPeer::bind("ROUTER", "tcp://127.0.0.1:*", json!({})).await;
+    let mut asking = Running::start(&[
+        "ask",
+        &router.endpoint.clone(),
+        "quotes",
+        r#"{"id":1}"#,
+        "--count",
+        "6",
+        "--in-flight",
+        "3",
+        "--timeout",
+        "30s",
+    ]);
+    let mut waiting = std::collections::VecDeque::new();
+    for n in 1..=3 {
+        waiting.push_back(
+            router
+                .expect(&format!("request {n} of the 3 in flight"))
+                .await,
+        );
+    }
+    assert!(
+        router.recv(Duration::from_millis(300)).await.is_none(),
+        "a fourth request while three wait"
+    );
+    // Each of the first three answers lets one more request go.
+    let mut answered = 0;
+    while let Some(request) = waiting.pop_front() {
+        answer(&mut router, &request).await;
+        answered += 1;
+        if answered <= 3 {
+            waiting.push_back(router.expect(&format!("request {}", answered + 3)).await);
+        }
+    }
+    let summary = asking.expect_line("the summary").await;
+    let (status, stderr) = asking.finish().await;
+    assert_eq!(status.code(), Some(0), "{summary} {stderr}");
+    assert_eq!(
+        (
+            &summary["answered"],
+            &summary["failed"],
+            &summary["in_flight"]
+        ),
+        (&json!(6), &json!(0), &json!(3)),
+        "{summary}"
+    );
+}
+
+/// p50 and p99 are two percentiles: of ten round trips, one held a second by the responder is
+/// the p99 and not the p50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_reports_p50_and_p99_each_from_its_own_percentile() {
+    logs();
+    const HELD: Duration = Duration::from_secs(1);
+    let mut router = PyPeer::bind("ROUTER", "tcp://127.0.0.1:*", json!({})).await;
+    let mut asking = Running::start(&[
+        "ask",
+        &router.endpoint.clone(),
+        "quotes",
+        r#"{"id":1}"#,
+        "--count",
+        "10",
+        "--in-flight",
+        "1",
+        "--timeout",
+        "30s",
+    ]);
+    for n in 1..=10 {
+        let request = router.expect(&format!("request {n}")).await;
+        if n == 7 {
+            // The slow answer itself, not a wait for something to happen.
+            tokio::time::sleep(HELD).await;
+        }
+        answer(&mut router, &request).await;
+    }
+    let summary = asking.expect_line("the summary").await;
+    let (status, stderr) = asking.finish().await;
+    assert_eq!(status.code(), Some(0), "{summary} {stderr}");
+    assert_eq!(summary["answered"], 10, "{summary}");
+    let (p50, p99) = (
+        summary["p50_ms"].as_f64().unwrap(),
+        summary["p99_ms"].as_f64().unwrap(),
+    );
+    let held = HELD.as_secs_f64() * 1e3;
+    assert!(p99 >= held, "the held answer is the p99: {summary}");
+    assert!(p50 < held, "nine of ten were answered at once: {summary}");
+}
+
+/// A `--count` run some of whose requests went unanswered prints its summary and exits 3, as
+/// one that got no answer at all does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_count_with_unanswered_requests_prints_its_summary_and_exits_3() {
+    logs();
+    let mut router = PyPeer::bind("ROUTER", "tcp://127.0.0.1:*", json!({})).await;
+    let mut asking = Running::start(&[
+        "ask",
+        &router.endpoint.clone(),
+        "quotes",
+        r#"{"id":1}"#,
+        "--count",
+        "3",
+        "--in-flight",
+        "1",
+        "--timeout",
+        "2s",
+    ]);
+    let first = router.expect("request 1").await;
+    answer(&mut router, &first).await;
+    router.expect("request 2, left unanswered").await;
+    let third = router.expect("request 3, after the second timed out").await;
+    answer(&mut router, &third).await;
+    let summary = asking.expect_line("the summary").await;
+    let (status, stderr) = asking.finish().await;
+    assert_eq!(status.code(), Some(3), "{summary} {stderr}");
+    assert_eq!(
+        (&summary["answered"], &summary["failed"]),
+        (&json!(2), &json!(1)),
+        "{summary}"
+    );
+    assert!(
+        stderr.contains(
+            "zmqs: 1 of 3 requests failed; the first: request to `quotes` got no answer within 2s"
+        ),
+        "{stderr}"
+    );
+
+    // None answered: the summary has no percentiles to give.
+    let ran = run(&[
+        "ask",
+        &router.endpoint.clone(),
+        "quotes",
+        "{}",
+        "--count",
+        "2",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(3, "2 of 2 requests failed");
+    assert_eq!(
+        ran.json_lines(),
+        [json!({"requests": 2, "in_flight": 1, "answered": 0, "failed": 2})],
+        "{ran:?}"
+    );
+}
+
+/// `ask --bind` listens for a responder to dial in: it says where (the port resolved) while its
+/// request waits, and prints the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_bind_says_where_it_listens_and_asks_the_responder_that_dials_in() {
+    logs();
+    let mut asking = Running::start(&[
+        "ask",
+        "tcp://127.0.0.1:0",
+        "quotes",
+        r#"{"id":4}"#,
+        "--bind",
+        "--timeout",
+        "20s",
+    ]);
+    let address = asking.listening().await;
+    let mut router =
+        PyPeer::start_spec(json!({"socket": "ROUTER", "connect": address, "serve": "echo"})).await;
+    let line = asking.expect_line("the answer").await;
+    let (status, stderr) = asking.finish().await;
+    assert_eq!(status.code(), Some(0), "{line} {stderr}");
+    assert_eq!(line["name"], "reply");
+    assert_eq!(line["payload"], json!({"id": 4}));
+    let asked = router.answered(STEP).await.expect("the router's request");
+    assert_eq!(asked["name"], "quotes");
+    assert_eq!(line["headers"]["correlation-id"], asked["correlation_id"]);
 }
