@@ -1,13 +1,17 @@
 //! `zmqs keys` and the CURVE options of `zmqs send` and `tail` (libzmq backend): certificates
-//! pyzmq reads, fingerprints as the crate logs them, and an allow-list from a directory of
-//! public certificates that admits a listed client and keeps another out.
+//! pyzmq reads, fingerprints as the crate logs them, an allow-list from a directory of public
+//! certificates that admits a listed client and keeps another out, and the backend a CURVE
+//! option chooses when the command line names none.
+//!
+//! In libzmq's module alone: CURVE is libzmq's, and the choice of backend is the binary's, the
+//! same whichever module runs it.
 
 use std::{path::Path, time::Duration};
 
 use serde_json::json;
 
-use super::cli::{Running, run};
-use crate::support::{PyPeer, logs, python};
+use super::cli::{Running, run, run_as_typed};
+use crate::support::{PyPeer, STEP, logs, python, until_async};
 
 /// A directory of this test's own, empty.
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -260,4 +264,129 @@ async fn curve_options_the_command_line_cannot_honour_are_refused_with_status_2(
     ])
     .await;
     ran.failed_with(2, "for a listener");
+}
+
+/// As `guide::cli` shows it, with no `--backend`: a CURVE option chooses libzmq, and the
+/// listener speaks CURVE alone. A plain pyzmq client fails its handshake and gets nothing
+/// through; a CURVE client with an admitted key gets through, pyzmq's and `zmqs send`'s (whose
+/// `--curve-server` chooses libzmq on the dialing side).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curve_option_without_backend_chooses_libzmq_and_listens_with_curve_alone() {
+    logs();
+    let dir = scratch("typed");
+    new_keys(&dir, "server").await;
+    new_keys(&dir, "worker").await;
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let mut tail = Running::start_as_typed(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--timeout",
+        "30s",
+        "--curve-keys",
+        &path("server.key_secret"),
+        "--curve-allow",
+        &path("worker.key"),
+    ]);
+    let address = tail.listening().await;
+
+    // A plain client queues its message, and its handshake fails: nothing reaches the tail.
+    let mut plain = PyPeer::connect("PUSH", &address, json!({})).await;
+    plain
+        .send(&[b"payments", b"", br#"{"from":"plain"}"#])
+        .await;
+    until_async(STEP, "the plain client's handshake to fail", async || {
+        let events = plain.events().await;
+        assert!(
+            !events.iter().any(|e| e == "HANDSHAKE_SUCCEEDED"),
+            "a plain client got in: {events:?}"
+        );
+        if events.iter().any(|e| e.starts_with("HANDSHAKE_FAILED")) {
+            Ok(())
+        } else {
+            Err(format!("its socket's events: {events:?}"))
+        }
+    })
+    .await;
+
+    let (worker_public, worker_secret) = pyzmq_reads(&dir.join("worker.key_secret"));
+    let (server_key, _) = pyzmq_reads(&dir.join("server.key"));
+    let mut push = PyPeer::connect(
+        "PUSH",
+        &address,
+        json!({"CURVE_SERVERKEY": server_key, "CURVE_PUBLICKEY": worker_public, "CURVE_SECRETKEY": worker_secret}),
+    )
+    .await;
+    push.send(&[b"payments", b"", br#"{"from":"python"}"#])
+        .await;
+    assert_eq!(
+        tail.expect_line("pyzmq's CURVE message").await["payload"],
+        json!({"from": "python"})
+    );
+    let sent = run_as_typed(&[
+        "send",
+        &address,
+        "payments",
+        r#"{"from":"zmqs"}"#,
+        "--curve-server",
+        &path("server.key"),
+        "--curve-keys",
+        &path("worker.key_secret"),
+    ])
+    .await;
+    assert_eq!(sent.code(), Some(0), "{sent:?}");
+    assert_eq!(
+        tail.expect_line("zmqs's CURVE message").await["payload"],
+        json!({"from": "zmqs"})
+    );
+    assert!(
+        tail.line(Duration::from_millis(300)).await.is_none(),
+        "the plain client's message never came"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--backend zeromq` cannot speak CURVE: with a CURVE option it is a usage error (status 2),
+/// on either side, before any socket opens, never a socket in clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_zeromq_with_a_curve_option_exits_2_saying_curve_is_libzmqs() {
+    logs();
+    const SAYS: &str = "zmqs: CURVE is libzmq's: drop `--backend zeromq`, or the CURVE options";
+    let dir = scratch("zeromq-curve");
+    new_keys(&dir, "server").await;
+    let secret = dir.join("server.key_secret");
+    let public = dir.join("server.key");
+    // Each would run to its timeout, past the command line.
+    let ran = run_as_typed(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--backend",
+        "zeromq",
+        "--curve-keys",
+        secret.to_str().unwrap(),
+        "--curve-allow-any",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(2, SAYS);
+    assert!(!ran.stderr.contains("listening on"), "{ran:?}");
+    let ran = run_as_typed(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "--backend",
+        "zeromq",
+        "--curve-server",
+        public.to_str().unwrap(),
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(2, SAYS);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
