@@ -8,8 +8,8 @@ use ruststream_zmq::ZmqMessage;
 use serde_json::{Map, Value, json};
 
 /// A message as a JSON object: its name, its headers (a value that is not UTF-8 as base64
-/// under `headers_base64`), its payload (JSON where it parses, else `payload_base64`), and
-/// when it arrived.
+/// under `headers_base64`, though the crate refuses such a headers frame before a message is
+/// made of it), its payload (JSON where it parses, else `payload_base64`), and when it arrived.
 pub fn message(message: &ZmqMessage, arrived: SystemTime) -> Map<String, Value> {
     line(
         message.name(),

@@ -20,8 +20,8 @@ use crate::{
 /// Print each message of a queue (PULL), or of a fan-out prefix with --fanout (SUB), as a JSON
 /// line
 ///
-/// Each line: {"name", "headers", "payload" (JSON) or "payload_base64", "arrived"}. A header
-/// value that is not UTF-8 is under "headers_base64".
+/// Each line: {"name", "headers", "payload" (JSON) or "payload_base64", "arrived"}. A message
+/// whose headers are not UTF-8 is refused, with a warning on stderr, and prints no line.
 #[derive(Args)]
 #[command(after_help = EXIT_STATUSES)]
 pub struct Tail {
