@@ -47,6 +47,17 @@ pub fn test_name(module: &str, name: &str) -> String {
     format!("{within}::{name}")
 }
 
+/// This test binary, to run again: the file it runs from, even where a build since replaced the
+/// file at its path (Linux's `/proc/self/exe`).
+fn this_binary() -> std::path::PathBuf {
+    let running = std::path::PathBuf::from("/proc/self/exe");
+    if running.exists() {
+        running
+    } else {
+        std::env::current_exe().expect("this test binary's path")
+    }
+}
+
 /// This test binary run again for the one test `test` (`--exact`, `--nocapture`, one thread),
 /// marked as its child by [`CHILD`]. Killed when dropped.
 pub struct ChildTest {
@@ -88,7 +99,7 @@ impl ChildEnd {
 
 impl ChildTest {
     pub fn spawn(test: &str) -> Self {
-        let mut child = Command::new(std::env::current_exe().expect("this test binary's path"))
+        let mut child = Command::new(this_binary())
             .args(["--exact", test, "--nocapture", "--test-threads=1"])
             .env(CHILD, test)
             .stdin(Stdio::null())

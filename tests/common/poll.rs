@@ -113,3 +113,23 @@ pub async fn until_async<L: Look>(
         tokio::time::sleep(EVERY).await;
     }
 }
+
+/// Looks at `condition` every few milliseconds for all of `during`, and fails naming `what` (and
+/// how things stood) at the first look where it does not hold: a promise that something does
+/// not happen, for as long as a test can wait.
+pub async fn holds(
+    during: Duration,
+    what: impl Display,
+    mut condition: impl FnMut() -> Result<(), String>,
+) {
+    let deadline = Instant::now() + during;
+    loop {
+        if let Err(now) = condition() {
+            panic!("{what} did not hold: {now}");
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(EVERY).await;
+    }
+}
