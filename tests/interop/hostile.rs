@@ -18,7 +18,7 @@ use super::{BACKEND, prelude::*};
 use crate::backend::Backend;
 use crate::support::{
     Memory, PyPeer, STEP, Tap, alone, alone_with_figures, captured_logs, is_child, latin1,
-    log_lines, logs, test_name, until, until_async,
+    log_lines, logs, logs::level, test_name, until, until_async,
 };
 
 #[derive(Debug, Deserialize)]
@@ -499,6 +499,7 @@ async fn flood_in_a_process_of_its_own() {
         &format!("subscription={subscription} "),
     ]);
     assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(level(&lines[0]), "WARN", "{}", lines[0]);
     assert!(lines[0].contains("rule=\"frame-count\""), "{}", lines[0]);
     assert!(
         log_lines(&["still refusing", &format!("subscription={subscription} ")]).is_empty(),
@@ -576,4 +577,337 @@ async fn endless_message_in_a_process_of_its_own() {
          before, {} KiB after",
         before.rss_kib, after.rss_kib
     );
+}
+
+// -------------------------------------------------------------------------------------------
+// Memory one peer can make the service hold
+
+/// A job as large as the default limits take (64 KiB a message): `jobs`, and 65,000 bytes of
+/// JSON.
+fn largest_default_job(n: u64) -> String {
+    json!({"n": n, "pad": "x".repeat(64_980)}).to_string()
+}
+
+/// How far past a backend's queue what the service holds may go: the read and socket buffers,
+/// the allocator's slack. Measured in the child processes below (12 runs, beside other builds and
+/// tests on a 2-core machine): libzmq held 63.5 to 63.7 MiB in for its queue of 1,000 jobs of
+/// 63.5 KiB, and no more than its queue out (61.1 MiB for 1,000 of 62.5 KiB or of 64 KiB); the
+/// `zeromq` client 64 to 128 KiB in. 12 MiB is room for a busier machine's buffers, and less than a queue a quarter again as
+/// long as the default (250 jobs of 64 KiB, 15.6 MiB) or a read-ahead of 256 such jobs.
+const PAST_THE_QUEUE_KIB: u64 = 12 * 1024;
+
+/// What libzmq queues for one peer each way by default: `peer_queue`, 1,000 messages of at most
+/// the default 64 KiB (the 64 MiB budget holds 1,024, and a queue holds 1,000 at most).
+const LIBZMQ_PEER_QUEUE: u64 = 1_000;
+
+/// What the `zeromq` client queues for one peer it sends to, whatever the messages' size.
+pub(crate) const ZEROMQ_PEER_QUEUE: u64 = 100_000;
+
+#[derive(Clone)]
+struct Stalled {
+    /// Closed to let every handler call go on.
+    gate: std::sync::Arc<tokio::sync::Semaphore>,
+    handled: mpsc::UnboundedSender<u64>,
+}
+
+#[derive(FromRef)]
+struct StalledState {
+    stalled: Stalled,
+}
+
+/// Reports each job, and holds every one but job 0 until the gate is closed: a handler slower
+/// than its peer.
+#[subscriber]
+async fn holding(job: &Job, State(stalled): State<Stalled>) {
+    let _ = stalled.handled.send(job.n);
+    if job.n > 0 {
+        let _ = stalled.gate.acquire().await;
+    }
+}
+
+/// The test below, by the name libtest gives it on this backend.
+fn outpaced() -> String {
+    test_name(
+        module_path!(),
+        "a_peer_that_outpaces_the_handler_is_held_back_once_the_queue_in_from_it_is_full",
+    )
+}
+
+const OUTPACED_FIGURES: &str = "outpaced handler figures: ";
+
+/// The memory row of the security guide's hostile-peer table, inbound: a peer sends 4,000 of the
+/// largest messages the default limits take (250 MiB) to a bound queue whose handler holds the
+/// first. On libzmq the service holds at most its `peer_queue` from that peer (1,000 of 64 KiB,
+/// 62.5 MiB); the `zeromq` client reads a bound queue only as the handler takes, so it holds
+/// next to nothing. Either way the peer is held back: it cannot send them all. In a process of
+/// its own, which measures itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_outpaces_the_handler_is_held_back_once_the_queue_in_from_it_is_full() {
+    if is_child(&outpaced()) {
+        return outpaced_in_a_process_of_its_own().await;
+    }
+    alone_with_figures(&outpaced(), OUTPACED_FIGURES).await;
+}
+
+async fn outpaced_in_a_process_of_its_own() {
+    const JOBS: u64 = 4_000;
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (handled, mut handled_rx) = mpsc::unbounded_channel();
+    let stalled = Stalled {
+        gate: std::sync::Arc::clone(&gate),
+        handled,
+    };
+    let broker = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("hostile", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(StalledState { stalled }))
+        .with_broker(broker, |b| {
+            b.include(holding.name("jobs"));
+        });
+    let running = app.start().await.unwrap();
+    // The peer's own queue is short, so that what it sent is with the service, not with it.
+    let mut peer = PyPeer::connect(
+        "PUSH",
+        &monitor.bound_address().unwrap(),
+        json!({"SNDHWM": 10}),
+    )
+    .await;
+    // One job at the limit first: what reading one costs is in the figures before.
+    peer.send(&[b"jobs", largest_default_job(0).as_bytes()])
+        .await;
+    assert_eq!(handled_rx.recv().await, Some(0));
+    let before = Memory::now();
+    // Each send waits up to 3 s for room: the peer stops at the first that finds none.
+    let sent = peer
+        .call(json!({
+            "op": "send",
+            "frames": ["jobs", largest_default_job(1)],
+            "times": JOBS,
+            "timeout_ms": 3_000,
+        }))
+        .await;
+    let after = Memory::now();
+    let grew = after.peak_kib.saturating_sub(before.peak_kib);
+    let queue_kib = match BACKEND {
+        Backend::Libzmq => LIBZMQ_PEER_QUEUE * 64,
+        Backend::Zeromq => 0,
+    };
+    println!(
+        "{OUTPACED_FIGURES}{JOBS} jobs of 64 KiB sent at a held handler: the peer answered \
+         {sent}; VmHWM {} KiB before, {} KiB after: {grew} KiB held, where the queue in holds \
+         {queue_kib} KiB",
+        before.peak_kib, after.peak_kib
+    );
+    assert!(
+        sent.get("error").is_some(),
+        "the peer sent all {JOBS} jobs (250 MiB) to a handler that held the first: nothing held \
+         it back ({sent})"
+    );
+    assert!(
+        grew <= queue_kib + PAST_THE_QUEUE_KIB,
+        "the service grew by {grew} KiB for one peer, past its queue of {queue_kib} KiB"
+    );
+    let mut taken = Vec::new();
+    while let Ok(n) = handled_rx.try_recv() {
+        taken.push(n);
+    }
+    assert_eq!(
+        taken,
+        [1],
+        "the handler held the first job, and took no other"
+    );
+    assert_eq!(monitor.refused(), 0, "each job was within the limits");
+    gate.close();
+    running.shutdown().await.unwrap();
+}
+
+/// Counts the messages in ZMTP frames read after the handshake: a frame that neither is a
+/// command nor has another after it ends one.
+#[derive(Default)]
+struct MessageCounter {
+    pending: Vec<u8>,
+    messages: u64,
+}
+
+impl MessageCounter {
+    fn feed(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let mut at = 0;
+        while let Some(&flags) = self.pending.get(at) {
+            let (size, head) = if flags & 0x02 != 0 {
+                let Some(size) = self.pending.get(at + 1..at + 9) else {
+                    break;
+                };
+                (u64::from_be_bytes(size.try_into().unwrap()) as usize, 9)
+            } else {
+                let Some(&size) = self.pending.get(at + 1) else {
+                    break;
+                };
+                (usize::from(size), 2)
+            };
+            if self.pending.len() < at + head + size {
+                break;
+            }
+            if flags & 0x05 == 0 {
+                self.messages += 1;
+            }
+            at += head + size;
+        }
+        self.pending.drain(..at);
+    }
+}
+
+/// The test below, by the name libtest gives it on this backend.
+fn stops_reading() -> String {
+    test_name(
+        module_path!(),
+        "a_worker_that_stops_reading_is_queued_no_more_than_its_queue_out_holds",
+    )
+}
+
+const STOPS_READING_FIGURES: &str = "stopped worker figures: ";
+
+/// The memory row of the security guide's hostile-peer table, outbound: a bound queue publisher
+/// whose one worker completes its handshake and never reads (its receive buffer shrunk to 4 KiB,
+/// so that the kernel holds little of what is sent to it) is sent jobs until a send fails by its
+/// `send_timeout`. libzmq queues its `peer_queue` for it, 1,000 of the 64 KiB jobs sent here
+/// (62.5 MiB); the `zeromq` client 100,000 whatever their size, over 97 MiB of the 1 KiB jobs
+/// sent here. Then the worker reads, and what was queued for it arrives, counted message by
+/// message. In a process of its own, which measures itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_stops_reading_is_queued_no_more_than_its_queue_out_holds() {
+    if is_child(&stops_reading()) {
+        return stops_reading_in_a_process_of_its_own().await;
+    }
+    alone_with_figures(&stops_reading(), STOPS_READING_FIGURES).await;
+}
+
+async fn stops_reading_in_a_process_of_its_own() {
+    use ruststream::{BytesMut, OutgoingMessage, Publisher};
+    use std::sync::atomic::Ordering;
+    const SEND_TIMEOUT: Duration = Duration::from_secs(1);
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .send_timeout(SEND_TIMEOUT)
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let address = connected.bind_publisher().await.unwrap();
+    let publisher = connected.publisher();
+    // It speaks ZMTP by hand, in this process, and keeps nothing of what it reads: what this
+    // process holds is the service's.
+    let stopped = raw_pull(&address, 4096).await;
+    until(STEP, "the worker connected to the publisher", || {
+        monitor.peers_connected() == 1
+    })
+    .await;
+    let (size, queue) = match BACKEND {
+        Backend::Libzmq => (64 << 10, LIBZMQ_PEER_QUEUE),
+        Backend::Zeromq => (1 << 10, ZEROMQ_PEER_QUEUE),
+    };
+    let body = BytesMut::from(vec![b'x'; size].as_slice());
+    let before = Memory::now();
+    let mut published = 0;
+    // Past the queue twice over: a client that queued without bound fails the test, not the
+    // machine.
+    let (waited, why) = loop {
+        let started = tokio::time::Instant::now();
+        match publisher
+            .publish(OutgoingMessage::produced("jobs", body.clone()), None)
+            .await
+        {
+            Ok(()) => published += 1,
+            Err(err) => break (started.elapsed(), err.to_string()),
+        }
+        assert!(
+            published <= 2 * queue,
+            "{published} jobs left for a worker that never reads"
+        );
+    };
+    let after = Memory::now();
+    let read = count_messages(stopped);
+    // The send that did not leave by its deadline may leave once the worker reads.
+    until(STEP * 3, "what was queued for the worker, read", || {
+        let read = read.load(Ordering::Relaxed);
+        if read >= published {
+            Ok(())
+        } else {
+            Err(format!("{read} of {published} read"))
+        }
+    })
+    .await;
+    let queued = read.load(Ordering::Relaxed);
+    let grew = after.peak_kib.saturating_sub(before.peak_kib);
+    println!(
+        "{STOPS_READING_FIGURES}{published} jobs of {size} bytes published, then one failed \
+         after {waited:?} ({why}); the worker read {queued} once it read; VmHWM {} KiB before, \
+         {} KiB after: {grew} KiB",
+        before.peak_kib, after.peak_kib
+    );
+    assert!(
+        waited >= SEND_TIMEOUT,
+        "the send that found the queue full failed after {waited:?}, before its send_timeout: \
+         {why}"
+    );
+    assert!(
+        queued <= published + 1,
+        "the worker read {queued} jobs, of {published} published"
+    );
+    // The kernel's buffers and the client's own batch take some beyond the queue: at most a
+    // fifth of it, or 250 jobs.
+    assert!(
+        (queue..=queue + (queue / 5).max(250)).contains(&published),
+        "{published} jobs were queued for the worker that never reads, where its queue holds \
+         {queue}"
+    );
+    let held_kib = queue * size as u64 / 1024;
+    match BACKEND {
+        Backend::Libzmq => assert!(
+            grew <= held_kib + PAST_THE_QUEUE_KIB,
+            "the service grew by {grew} KiB for a worker that never reads, past its queue of \
+             {held_kib} KiB"
+        ),
+        // Held by this process, not by the kernel: no byte bound, 1 KiB or 64.
+        Backend::Zeromq => assert!(
+            grew >= held_kib * 9 / 10,
+            "the service grew by {grew} KiB with {published} jobs of {size} bytes queued"
+        ),
+    }
+    connected.shutdown().await.unwrap();
+}
+
+/// A PULL peer speaking ZMTP 3.0 by hand, through the handshake, its socket's receive buffer
+/// set to `receive_buffer` bytes; the test reads it, or not.
+pub(crate) async fn raw_pull(address: &str, receive_buffer: u32) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(receive_buffer).unwrap();
+    let mut raw = socket
+        .connect(address.trim_start_matches("tcp://").parse().unwrap())
+        .await
+        .unwrap();
+    raw.write_all(&greeting()).await.unwrap();
+    let mut theirs = [0; 64];
+    raw.read_exact(&mut theirs).await.unwrap();
+    raw.write_all(&ready("PULL")).await.unwrap();
+    let mut their_ready = [0; 28];
+    raw.read_exact(&mut their_ready).await.unwrap();
+    assert_eq!(&their_ready[2..7], &[5, b'R', b'E', b'A', b'D'][..]);
+    raw
+}
+
+/// Reads `raw` until it closes, in a task of its own, counting the messages read.
+pub(crate) fn count_messages(
+    mut raw: tokio::net::TcpStream,
+) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let reading = std::sync::Arc::clone(&read);
+    tokio::spawn(async move {
+        let mut counter = MessageCounter::default();
+        let mut buffer = vec![0; 1 << 16];
+        while let Ok(n @ 1..) = raw.read(&mut buffer).await {
+            counter.feed(&buffer[..n]);
+            reading.store(counter.messages, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    read
 }
