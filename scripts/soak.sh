@@ -3,17 +3,18 @@
 # one `yes` per core, and counts the runs that failed. Not part of CI: a check that the
 # timing-sensitive tests hold under load.
 #
-#   scripts/soak.sh [runs] [binary ...]   # binaries: lib conformance interop live model settlement_warnings
+#   scripts/soak.sh [runs] [binary ...]   # binaries: lib zmqs conformance interop live model settlement_warnings
 #
-# The binaries are built with every feature, both backends among them, so each scenario runs on
-# each; for the default backend alone:
-#   SOAK_FEATURES=testing,asyncapi,metrics scripts/soak.sh
+# The binaries are built with the features scripts/test.sh builds, both backends and the `zmqs`
+# binary among them, so each scenario runs on each and the build is shared with the suite's; for
+# the default backend alone:
+#   SOAK_FEATURES=testing,asyncapi,metrics,cli scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 shift || true
 wanted=("$@")
-[ ${#wanted[@]} -gt 0 ] || wanted=(lib conformance interop live model settlement_warnings)
+[ ${#wanted[@]} -gt 0 ] || wanted=(lib zmqs conformance interop live model settlement_warnings)
 
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zmq' 2>/dev/null; then
     python3 -m venv .venv
@@ -21,10 +22,13 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import zmq' 2>/dev/null; 
 fi
 export RUSTSTREAM_ZMQ_PYTHON="$PWD/.venv/bin/python"
 
+# Each binary is run from a copy, so that a build meanwhile does not replace it mid-run.
+copies=$(mktemp -d)
 declare -A binary
 while IFS=$'\t' read -r name path; do
-    binary[$name]=$path
-done < <(cargo test --features "${SOAK_FEATURES:-testing,asyncapi,metrics,libzmq}" --no-run \
+    cp "$path" "$copies/$name"
+    binary[$name]=$copies/$name
+done < <(cargo test --features "${SOAK_FEATURES:-testing,asyncapi,metrics,cli,libzmq}" --no-run \
     --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
@@ -40,7 +44,7 @@ for _ in $(seq "$(nproc)"); do
     yes >/dev/null &
     load+=($!)
 done
-trap 'kill "${load[@]}" 2>/dev/null' EXIT
+trap 'kill "${load[@]}" 2>/dev/null; rm -rf "$copies"' EXIT
 
 failed=0
 for name in "${wanted[@]}"; do
