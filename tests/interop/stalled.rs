@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::ZmqQueue;
-use crate::support::{Deadline, PyPeer};
+use crate::support::{PyPeer, until_async};
 
 const JOBS: u64 = 200;
 const WARM_UP: &str = "jobs.warmup";
@@ -57,17 +57,17 @@ pub(super) async fn read_until(
     what: &str,
     done: impl Fn(&[u64]) -> bool,
 ) {
-    let deadline = Instant::now() + READING;
-    while !done(read) {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: read {} jobs",
-            read.len()
-        );
-        if let Some(id) = next_job(worker, Duration::from_millis(100)).await {
-            read.push(id);
+    until_async(READING, what, async || {
+        if !done(read) {
+            read.extend(next_job(worker, Duration::from_millis(100)).await);
         }
-    }
+        if done(read) {
+            Ok(())
+        } else {
+            Err(format!("read {} jobs", read.len()))
+        }
+    })
+    .await;
 }
 
 /// A queue bound on loopback, its publisher, and two pyzmq PULL workers both in its rotation:
@@ -88,16 +88,27 @@ pub(super) async fn two_workers(
     let mut stalled = PyPeer::connect("PULL", &address, stalled_options).await;
 
     // Warm up until each worker has read one message, so both are in the rotation.
-    let deadline = Deadline::after(Duration::from_secs(15), "both workers in the rotation");
     let (mut healthy_warm, mut stalled_warm) = (false, false);
     let mut n = 0;
-    while !(healthy_warm && stalled_warm) {
-        deadline.check();
-        publish(&publisher, WARM_UP, n, 0).await;
-        n += 1;
-        healthy_warm |= healthy.recv(Duration::from_millis(50)).await.is_some();
-        stalled_warm |= stalled.recv(Duration::from_millis(50)).await.is_some();
-    }
+    until_async(
+        Duration::from_secs(15),
+        "both workers in the rotation",
+        async || {
+            publish(&publisher, WARM_UP, n, 0).await;
+            n += 1;
+            healthy_warm |= healthy.recv(Duration::from_millis(50)).await.is_some();
+            stalled_warm |= stalled.recv(Duration::from_millis(50)).await.is_some();
+            if healthy_warm && stalled_warm {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{n} warm-ups sent; one read by the healthy worker: {healthy_warm}, by the \
+                     one to be stopped: {stalled_warm}"
+                ))
+            }
+        },
+    )
+    .await;
     // The warm-ups still queued, so that what follows is the jobs alone.
     while healthy.recv(Duration::from_millis(50)).await.is_some() {}
     while stalled.recv(Duration::from_millis(50)).await.is_some() {}
@@ -113,23 +124,30 @@ pub(super) async fn the_rest_once(
     stalled: &mut PyPeer,
 ) -> Vec<u64> {
     let mut stopped_share = Vec::new();
-    let deadline = Instant::now() + READING;
-    while fed.len() + stopped_share.len() < jobs as usize {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for every job at one worker or the other: {} at the healthy one, \
-             {} at the resumed one, of {jobs}",
-            fed.len(),
-            stopped_share.len()
-        );
-        // Each worker read until it has nothing at hand, so an empty one costs one short wait.
-        while let Some(id) = next_job(stalled, Duration::from_millis(50)).await {
-            stopped_share.push(id);
-        }
-        while let Some(id) = next_job(healthy, Duration::from_millis(50)).await {
-            fed.push(id);
-        }
-    }
+    until_async(
+        READING,
+        "every job at one worker or the other",
+        async || {
+            // Each worker read until it has nothing at hand, so an empty one costs one short
+            // wait.
+            while let Some(id) = next_job(stalled, Duration::from_millis(50)).await {
+                stopped_share.push(id);
+            }
+            while let Some(id) = next_job(healthy, Duration::from_millis(50)).await {
+                fed.push(id);
+            }
+            if fed.len() + stopped_share.len() >= jobs as usize {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} at the healthy one, {} at the resumed one, of {jobs}",
+                    fed.len(),
+                    stopped_share.len()
+                ))
+            }
+        },
+    )
+    .await;
     let every: Vec<u64> = fed.iter().chain(&stopped_share).copied().collect();
     let distinct: BTreeSet<u64> = every.iter().copied().collect();
     assert_eq!(distinct.len(), every.len(), "a job reached a worker twice");

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::{BACKEND, ZmqRpc, prelude::*};
 use crate::{
     backend::Backend,
-    support::{Deadline, PyPeer, STEP, logs},
+    support::{PyPeer, STEP, logs, until},
 };
 
 #[derive(Debug, Serialize, Deserialize, Outgoing)]
@@ -82,11 +82,22 @@ async fn a_requester_that_never_reads_costs_the_others_nothing_and_its_dropped_a
         .await;
     assert!(sent["sent"].is_u64(), "{sent}");
     // Every request handled: each answer left or was dropped, and some were dropped.
-    let deadline = Deadline::after(STEP * 9, "every answer to the stalled requester tried");
-    while monitor.sent() + monitor.dropped_not_reading() < requests as u64 + 1 {
-        deadline.check();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(
+        STEP * 9,
+        "every answer to the stalled requester tried",
+        || {
+            let (left, dropped) = (monitor.sent(), monitor.dropped_not_reading());
+            if left + dropped > requests as u64 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{left} left and {dropped} dropped, of {}",
+                    requests + 1
+                ))
+            }
+        },
+    )
+    .await;
     assert!(
         monitor.dropped_not_reading() > 0,
         "the stalled requester's queue never filled"

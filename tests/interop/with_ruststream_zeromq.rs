@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use super::{BACKEND, ZmqFanout, ZmqQueue, ZmqRpc};
 use crate::backend::Backend;
 use crate::support::{
-    Deadline, PyPeer, STEP, alone, captured_logs, is_child, log_lines, logs, test_name,
+    PyPeer, STEP, alone, captured_logs, is_child, log_lines, logs, test_name, until, until_async,
 };
 
 /// One delivery as a subscription of either crate handed it over.
@@ -333,11 +333,10 @@ async fn over_the_limits_in_a_process_of_its_own() {
         let _ = publisher
             .publish(outgoing("payments", &[], &big), None)
             .await;
-        let deadline = Deadline::after(STEP, "the sender of 9 MiB cut");
-        while monitor.peers_lost() == lost {
-            deadline.check();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until(STEP, "the sender of 9 MiB cut", || {
+            monitor.peers_lost() != lost
+        })
+        .await;
         assert_eq!(monitor.refused_by("max-message-bytes"), 0);
         assert!(refusal_warnings("max-message-bytes", &address).is_empty());
     } else {
@@ -476,17 +475,18 @@ async fn a_ruststream_zeromq_fanout_publisher_reaches_a_bound_fanout_of_this_cra
     .unwrap();
     let publisher = other.publisher();
 
-    let deadline = Deadline::after(STEP, "a warm-up from the ruststream-zeromq PUB");
-    loop {
-        publisher
-            .publish(outgoing(WARM_UP, &[], b"{}"), None)
-            .await
-            .unwrap();
-        if inbox.next(Duration::from_millis(50)).await.is_some() {
-            break;
-        }
-        deadline.check();
-    }
+    until_async(
+        STEP,
+        "a warm-up from the ruststream-zeromq PUB",
+        async || {
+            publisher
+                .publish(outgoing(WARM_UP, &[], b"{}"), None)
+                .await
+                .unwrap();
+            inbox.next(Duration::from_millis(50)).await.is_some()
+        },
+    )
+    .await;
 
     publisher
         .publish(outgoing("invoices", &[], br#"{"n":1}"#), None)
@@ -527,17 +527,14 @@ async fn a_bound_fanout_publisher_of_this_crate_reaches_a_ruststream_zeromq_subs
         .unwrap();
     let mut inbox = Inbox::new(other.subscribe("orders").await.unwrap(), their);
 
-    let deadline = Deadline::after(STEP, "a warm-up at the ruststream-zeromq SUB");
-    loop {
+    until_async(STEP, "a warm-up at the ruststream-zeromq SUB", async || {
         publisher
             .publish(outgoing(WARM_UP, &[], b"{}"), None)
             .await
             .unwrap();
-        if inbox.next(Duration::from_millis(50)).await.is_some() {
-            break;
-        }
-        deadline.check();
-    }
+        inbox.next(Duration::from_millis(50)).await.is_some()
+    })
+    .await;
 
     publisher
         .publish(outgoing("invoices", &[], br#"{"n":1}"#), None)
@@ -651,11 +648,15 @@ mod responder {
         }
 
         // Each request was a connection of its own: the responder saw six peers come and go.
-        let deadline = Deadline::after(STEP, "six requester connections closed at the responder");
-        while monitor.peers_lost() < 6 {
-            deadline.check();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until(
+            STEP,
+            "six requester connections closed at the responder",
+            || match monitor.peers_lost() {
+                6.. => Ok(()),
+                lost => Err(format!("{lost} closed")),
+            },
+        )
+        .await;
         assert_eq!(monitor.peers_lost(), 6);
 
         other.shutdown().await.unwrap();
