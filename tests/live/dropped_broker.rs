@@ -1,13 +1,14 @@
 //! A connected broker dropped without `shutdown` still closes its sockets and ends its tasks:
 //! nothing it started holds it alive.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use ruststream::{Broker, BytesMut, OutgoingMessage, Publisher, Subscribe, Subscriber};
 use ruststream_zmq::ZmqEndpoint;
 
 use super::{ZmqQueue, ZmqRpc};
+use crate::support::poll::until;
 
 /// How many tasks are alive on the test's own runtime.
 fn alive_tasks() -> usize {
@@ -19,28 +20,26 @@ fn alive_tasks() -> usize {
 /// Polls until the runtime runs no more tasks than `baseline`, or fails after a deadline,
 /// naming how many are left.
 async fn tasks_end(baseline: usize, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while alive_tasks() > baseline {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: {} tasks still alive 10 s after the broker was dropped (baseline {baseline})",
-            alive_tasks()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(
+        Duration::from_secs(10),
+        format_args!("{what}: the tasks of the dropped broker to end"),
+        || match alive_tasks() {
+            alive if alive <= baseline => Ok(()),
+            alive => Err(format!("{alive} tasks still alive (baseline {baseline})")),
+        },
+    )
+    .await;
 }
 
 /// Polls until nothing listens on `address` (a `tcp://host:port`) any more.
 async fn port_freed(address: &str) {
     let host_port = address.trim_start_matches("tcp://").to_owned();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpListener::bind(&host_port).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{address} is still taken 10 s after the broker that bound it was dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(
+        Duration::from_secs(10),
+        format_args!("{address} freed by the dropped broker that bound it"),
+        || std::net::TcpListener::bind(&host_port).is_ok(),
+    )
+    .await;
 }
 
 fn body(text: &str) -> BytesMut {

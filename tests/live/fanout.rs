@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use super::{BACKEND, prelude::*};
 use crate::support::{
     Attempt, Calls, Journal, Payment, Plan, Seen, capture_logs, free_port, journal, log_lines,
-    logged, sent_reaches,
+    logged, poll::until_async, sent_reaches,
 };
 
 #[derive(FromRef)]
@@ -102,26 +102,30 @@ fn own(seen: &[Seen]) -> Vec<&Seen> {
 /// PUB drops what it sends before a subscription reaches it (the slow joiner): send a warm-up
 /// (an id from [`WARM_UP`] on) under `name` until every journal has seen one.
 async fn warm_up(publisher: &ZmqPublisher, name: &str, journals: &mut [&mut Journal]) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    for id in WARM_UP.. {
-        publish(publisher, name, id, Plan::Ack).await;
-        let mut all = true;
-        for journal in journals.iter_mut() {
-            let seen = tokio::time::timeout(
-                std::time::Duration::from_millis(50),
-                journal.until("a warm-up", |s| !s.is_empty()),
-            )
-            .await;
-            all &= seen.is_ok();
-        }
-        if all {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no subscriber heard the publisher"
-        );
-    }
+    let mut id = WARM_UP;
+    until_async(
+        std::time::Duration::from_secs(15),
+        "a warm-up heard by every subscriber",
+        async || {
+            publish(publisher, name, id, Plan::Ack).await;
+            id += 1;
+            let mut heard = 0;
+            for journal in journals.iter_mut() {
+                let seen = tokio::time::timeout(
+                    std::time::Duration::from_millis(50),
+                    journal.until("a warm-up", |s| !s.is_empty()),
+                )
+                .await;
+                heard += usize::from(seen.is_ok());
+            }
+            if heard == journals.len() {
+                Ok(())
+            } else {
+                Err(format!("{heard} of {} heard one", journals.len()))
+            }
+        },
+    )
+    .await;
     for journal in journals.iter_mut() {
         journal.seen.clear();
     }

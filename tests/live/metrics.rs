@@ -1,17 +1,14 @@
 //! The `metrics` feature: a broker's monitor figures in the framework's Prometheus registry,
 //! beside the framework's own settlement counters, after a known sequence on real sockets.
 
-use std::{
-    convert::Infallible,
-    time::{Duration, Instant},
-};
+use std::{convert::Infallible, time::Duration};
 
 use ruststream::metrics::Metrics;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use zeromq::{PushSocket, Socket, SocketSend, ZmqMessage as Frames};
 
 use super::prelude::*;
-use crate::support::{AppState, Payment, Plan, free_port, journal, work};
+use crate::support::{AppState, Payment, Plan, free_port, journal, poll::until, work};
 
 /// The value of the series `name{labels}` in a scrape, if the scrape has it.
 fn sample(scrape: &str, name: &str, labels: &str) -> Option<f64> {
@@ -154,20 +151,20 @@ async fn the_registry_counts_each_refusal_by_rule_each_send_each_failed_send_and
             })
             .collect()
     };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let scrape = metrics.export().unwrap();
-        let off = wrong(&scrape);
-        if off.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "series not at their values within 15 s:\n  {}\n{scrape}",
-            off.join("\n  ")
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until(
+        Duration::from_secs(15),
+        "the series at their values",
+        || {
+            let scrape = metrics.export().unwrap();
+            let off = wrong(&scrape);
+            if off.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("\n  {}\n{scrape}", off.join("\n  ")))
+            }
+        },
+    )
+    .await;
 
     // No rule that refused nothing has a series, and the figures are the monitor's own.
     let scrape = metrics.export().unwrap();

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 
 use super::{Feeder, prelude::*};
-use crate::support::{AppState, Calls, Payment, Plan, free_port, journal, work};
+use crate::support::{AppState, Calls, Payment, Plan, free_port, journal, poll::until_async, work};
 
 fn service<S: Side>(calls: Calls, broker: ZmqQueue<S>, names: &'static [&'static str]) -> impl App
 where
@@ -202,39 +202,37 @@ async fn a_dialing_push_publisher_comes_back_after_its_peer_restarts() {
         .unwrap();
         // Sends into a connection the peer has already closed are lost (the client reports them
         // queued), so the feeder sends until one arrives; every round must get through.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-        loop {
-            next_id += 1;
-            let _ = feeder
-                .publisher
-                .publish(
-                    OutgoingMessage::produced(
-                        "comeback",
-                        BytesMut::from(
-                            serde_json::to_vec(&Payment {
-                                id: next_id,
-                                plan: Plan::Ack,
-                            })
-                            .unwrap()
-                            .as_slice(),
+        until_async(
+            std::time::Duration::from_secs(15),
+            format_args!("round {round}: a payment after the peer restarted"),
+            async || {
+                next_id += 1;
+                let _ = feeder
+                    .publisher
+                    .publish(
+                        OutgoingMessage::produced(
+                            "comeback",
+                            BytesMut::from(
+                                serde_json::to_vec(&Payment {
+                                    id: next_id,
+                                    plan: Plan::Ack,
+                                })
+                                .unwrap()
+                                .as_slice(),
+                            ),
                         ),
-                    ),
-                    None,
+                        None,
+                    )
+                    .await;
+                tokio::time::timeout(
+                    std::time::Duration::from_millis(200),
+                    journal.until("a payment", |s| !s.is_empty()),
                 )
-                .await;
-            let got = tokio::time::timeout(
-                std::time::Duration::from_millis(200),
-                journal.until("a payment", |s| !s.is_empty()),
-            )
-            .await;
-            if got.is_ok() {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "round {round}: nothing arrived after the peer restarted"
-            );
-        }
+                .await
+                .is_ok()
+            },
+        )
+        .await;
         running.shutdown().await.unwrap();
     }
     feeder.close().await;

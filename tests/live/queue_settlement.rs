@@ -1,15 +1,12 @@
 //! The README's settlement table on real sockets: what each handler outcome becomes on a
 //! `ZmqQueue`, a test for each row.
 
-use std::{
-    convert::Infallible,
-    time::{Duration, Instant},
-};
+use std::{convert::Infallible, time::Duration};
 
 use super::{BACKEND, Feeder, prelude::*};
 use crate::support::{
     AppState, Attempt, Calls, Payment, Plan, capture_logs, free_port, journal, log_lines, logged,
-    sent_reaches, work,
+    poll::until, sent_reaches, work,
 };
 
 /// `work` as a dialing queue subscription, which must name where its copies go.
@@ -79,15 +76,15 @@ async fn answered_unsupported(name: &str, count: usize) {
         subscription.as_str(),
         "acknowledgement is not supported by this broker",
     ];
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while log_lines(&parts).len() < count {
-        assert!(
-            Instant::now() < deadline,
-            "{name}: fewer than {count} settlements answered Unsupported: {:#?}",
-            log_lines(&parts)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(
+        Duration::from_secs(15),
+        format_args!("{name}: {count} settlements answered Unsupported"),
+        || match log_lines(&parts) {
+            answers if answers.len() >= count => Ok(()),
+            answers => Err(format!("{answers:#?}")),
+        },
+    )
+    .await;
     let answers = log_lines(&parts);
     assert_eq!(answers.len(), count, "{name}: {answers:#?}");
 }

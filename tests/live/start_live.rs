@@ -7,6 +7,7 @@ use ruststream::testing::TestApp;
 use serde::{Deserialize, Serialize};
 
 use super::prelude::*;
+use crate::support::poll::{until, until_async};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing)]
 struct Payment {
@@ -156,19 +157,10 @@ async fn a_bound_and_a_dialing_responder_run_live_and_the_harness_sees_each_requ
     let requester = requester.connect().await?;
     let asking = requester.requester();
     let first = tokio::spawn(async move { asking.request(ask(2), timeout).await });
-    let address = {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            if let Some(address) = requester_monitor.bound_address() {
-                break address;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the requester never bound"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
+    let address = until(timeout, "the requester to bind", || {
+        requester_monitor.bound_address()
+    })
+    .await;
     let app = RustStream::new(AppInfo::new("quotes", "0.1.0")).with_broker(
         ZmqRpc::new(ZmqEndpoint::dial(address)),
         |b| {
@@ -234,28 +226,34 @@ async fn a_dialing_fanout_runs_live_and_the_harness_sees_what_the_publisher_send
     let tb = TestApp::start_live(app).await?;
     // The slow joiner: the PUB drops what it sends before the subscription reaches it, so the
     // test sends until one arrives.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut sent = 0_u64;
-    while tb
-        .broker::<ZmqFanout<Dialing>>()
-        .subscriber("news")
-        .received_raw()
-        .is_empty()
-    {
-        assert!(std::time::Instant::now() < deadline, "no news arrived");
-        sent += 1;
-        let body = format!(r#"{{"id":{sent}}}"#);
-        publisher
-            .publish(
-                ruststream::OutgoingMessage::produced(
-                    "news.eu",
-                    ruststream::BytesMut::from(body.as_bytes()),
-                ),
-                None,
-            )
-            .await?;
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_async(
+        std::time::Duration::from_secs(10),
+        "news at the subscription",
+        async || {
+            let heard = !tb
+                .broker::<ZmqFanout<Dialing>>()
+                .subscriber("news")
+                .received_raw()
+                .is_empty();
+            if !heard {
+                sent += 1;
+                let body = format!(r#"{{"id":{sent}}}"#);
+                publisher
+                    .publish(
+                        ruststream::OutgoingMessage::produced(
+                            "news.eu",
+                            ruststream::BytesMut::from(body.as_bytes()),
+                        ),
+                        None,
+                    )
+                    .await
+                    .expect("the hub's publisher publishes");
+            }
+            heard
+        },
+    )
+    .await;
     let received: Vec<Payment> = tb
         .broker::<ZmqFanout<Dialing>>()
         .subscriber("news")
