@@ -17,6 +17,8 @@
 #![allow(clippy::duplicate_mod)]
 
 mod model;
+#[path = "../common/poll.rs"]
+mod poll;
 #[path = "../common/ports.rs"]
 mod ports;
 mod routing_props;
