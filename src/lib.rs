@@ -76,6 +76,8 @@ pub mod guide;
 mod host;
 mod intake;
 mod lane;
+#[cfg(test)]
+mod layering;
 #[cfg(feature = "libzmq")]
 pub mod libzmq;
 mod message;
