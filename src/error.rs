@@ -7,6 +7,44 @@ use std::error::Error as StdError;
 /// A boxed error of the socket client, kept opaque so that the client stays behind one module.
 pub type SocketFault = Box<dyn StdError + Send + Sync + 'static>;
 
+/// Why a send failed ([`ZmqError::Send`]). Each kind carries its reason as the logs say it.
+///
+/// ```
+/// use ruststream_zmq::{SendFailure, ZmqError};
+///
+/// fn worth_retrying(err: &ZmqError) -> bool {
+///     matches!(
+///         err,
+///         ZmqError::Send { source: SendFailure::NoPeer(_) | SendFailure::NotReading(_), .. }
+///     )
+/// }
+/// # let _ = worth_retrying;
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendFailure {
+    /// No peer was connected to take it by its deadline.
+    #[error("{0}")]
+    NoPeer(String),
+    /// Its peer is connected and not reading: the queue toward it stayed full.
+    #[error("{0}")]
+    NotReading(String),
+    /// It did not leave by its deadline, and the socket cannot tell which of the two above held
+    /// it; or its deadline passed before its turn came.
+    #[error("{0}")]
+    Late(String),
+    /// An earlier send to the destination failed and it is not reached again: sends fail at once
+    /// until it is.
+    #[error("{0}")]
+    Unreached(String),
+    /// Its socket did not open before its deadline.
+    #[error("{0}")]
+    NotOpened(String),
+    /// The socket client refused it.
+    #[error("{0}")]
+    Client(SocketFault),
+}
+
 /// Everything that can fail in this transport.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -183,14 +221,14 @@ pub enum ZmqError {
         what: &'static str,
     },
 
-    /// Sending failed in the client.
+    /// A send failed: [`SendFailure`] says why, to branch on.
     #[error("sending to `{endpoint}` failed: {source}")]
     Send {
         /// The address.
         endpoint: String,
-        /// The client's answer.
+        /// Why it failed.
         #[source]
-        source: SocketFault,
+        source: SendFailure,
     },
 
     /// A responder asked to answer a peer that is no longer connected.

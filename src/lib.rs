@@ -117,7 +117,7 @@ pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{
     Bound, Dialing, Mechanism, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,
 };
-pub use error::{SocketFault, ZmqError};
+pub use error::{SendFailure, SocketFault, ZmqError};
 pub use lane::PARTITION_KEY_HEADER;
 pub use message::ZmqMessage;
 pub use monitor::{SocketSummary, SocketUse, ZmqMonitor};
@@ -138,8 +138,9 @@ pub mod prelude {
 
     pub use crate::{
         Attempt, Bound, Dialing, FanoutSubscription, MessageName, OutRetry, QueueSubscription,
-        RequesterIdentity, Responder, Side, SubscriptionEndpoint, ToRequester, Tune, WireLimits,
-        ZmqContext, ZmqEndpoint, ZmqError, ZmqFanout, ZmqMessage, ZmqMonitor, ZmqQueue, ZmqRpc,
+        RequesterIdentity, Responder, SendFailure, Side, SubscriptionEndpoint, ToRequester, Tune,
+        WireLimits, ZmqContext, ZmqEndpoint, ZmqError, ZmqFanout, ZmqMessage, ZmqMonitor, ZmqQueue,
+        ZmqRpc,
     };
     pub use crate::{ZmqPublish as Publish, ZmqRequest as Request};
 }

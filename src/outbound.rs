@@ -19,7 +19,7 @@ use tokio::{
 };
 
 use crate::{
-    error::ZmqError,
+    error::{SendFailure, ZmqError},
     monitor::{SocketFigures, SocketUse, ZmqMonitor},
     pattern::Role,
     routing::Target,
@@ -197,7 +197,9 @@ impl Outbound {
                 .unwrap_or_else(|_| {
                     Err(ZmqError::Send {
                         endpoint: target.address().to_owned(),
-                        source: "its socket did not open before the send's deadline".into(),
+                        source: SendFailure::NotOpened(
+                            "its socket did not open before the send's deadline".to_owned(),
+                        ),
                     })
                 }),
         };

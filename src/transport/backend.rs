@@ -15,7 +15,7 @@ use tokio::{
 use super::{DirectSend, HandOver, ReadingEnd, Received, Transport, duplex::HandedSend};
 use crate::{
     endpoint::{Mechanism, Plain},
-    error::{SocketFault, ZmqError},
+    error::{SendFailure, SocketFault, ZmqError},
     monitor::ZmqMonitor,
     pattern::Role,
     settings::Settings,
@@ -279,7 +279,7 @@ pub(crate) fn refused_send(
     } else {
         ZmqError::Send {
             endpoint: endpoint.to_owned(),
-            source: fault(err),
+            source: SendFailure::Client(fault(err)),
         }
     }
 }
@@ -289,6 +289,6 @@ pub(crate) fn refused_send(
 pub(crate) fn late_for_its_turn(endpoint: &str) -> ZmqError {
     ZmqError::Send {
         endpoint: endpoint.to_owned(),
-        source: "its deadline passed before its turn came".into(),
+        source: SendFailure::Late("its deadline passed before its turn came".to_owned()),
     }
 }

@@ -28,7 +28,7 @@ use tokio::{
 
 use super::{DuplexSender, Inbound, Received, Release, Started, stopped};
 use crate::{
-    error::ZmqError,
+    error::{SendFailure, ZmqError},
     pattern::{PatternFacts, Role},
     wire::{self, Frames},
 };
@@ -298,7 +298,9 @@ fn plain(key: &str) -> &str {
 fn no_peer(address: &str, patience: Duration) -> ZmqError {
     ZmqError::Send {
         endpoint: plain(address).to_owned(),
-        source: format!("no peer took the message within {patience:?} (in process)").into(),
+        source: SendFailure::NoPeer(format!(
+            "no peer took the message within {patience:?} (in process)"
+        )),
     }
 }
 

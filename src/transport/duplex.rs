@@ -26,7 +26,11 @@ use super::{
     backend::{Driving, DuplexDriver},
     late_for_its_turn, stopped,
 };
-use crate::{error::ZmqError, monitor::SocketFigures, wire::Frames};
+use crate::{
+    error::{SendFailure, ZmqError},
+    monitor::SocketFigures,
+    wire::Frames,
+};
 
 /// How many sends wait for a duplex socket's task.
 const SENDS: usize = 64;
@@ -259,9 +263,11 @@ impl DuplexSender {
         // reading: from here the two look alike.
         ZmqError::Send {
             endpoint: self.endpoint.to_string(),
-            source: "it did not leave by its deadline: no peer is connected, or the peer is not \
-                     reading"
-                .into(),
+            source: SendFailure::Late(
+                "it did not leave by its deadline: no peer is connected, or the peer is not \
+                 reading"
+                    .to_owned(),
+            ),
         }
     }
 

@@ -10,7 +10,10 @@ use ruststream::Bytes;
 use tokio::time::Instant;
 
 use super::episodes::{Ended, Episodes};
-use crate::{error::ZmqError, monitor::ZmqMonitor};
+use crate::{
+    error::{SendFailure, ZmqError},
+    monitor::ZmqMonitor,
+};
 
 /// How many requesters not reading their answers are tracked at once, for one warning each.
 const TRACKED: usize = 1_024;
@@ -59,11 +62,10 @@ impl Requesters {
         }
         ZmqError::Send {
             endpoint: self.endpoint.clone(),
-            source: format!(
+            source: SendFailure::NotReading(format!(
                 "the requester is not reading: its queue of {} is full",
                 self.queue
-            )
-            .into(),
+            )),
         }
     }
 

@@ -31,7 +31,10 @@ use super::{
     episodes::{Ended, Episodes, Failing},
     late_for_its_turn,
 };
-use crate::{error::ZmqError, wire::Frames};
+use crate::{
+    error::{SendFailure, ZmqError},
+    wire::Frames,
+};
 
 /// How many sends wait for a writer's task.
 const QUEUE: usize = 1_024;
@@ -116,10 +119,10 @@ impl Shared {
         }
     }
 
-    fn not_sent(&self, why: String) -> ZmqError {
+    fn not_sent(&self, why: SendFailure) -> ZmqError {
         ZmqError::Send {
             endpoint: self.endpoint.clone(),
-            source: why.into(),
+            source: why,
         }
     }
 }
@@ -175,11 +178,11 @@ impl Writer {
     /// Sends one message: it leaves, or fails naming why, by `deadline`.
     pub(crate) async fn send(&self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         if let Err(failing) = self.shared.admit() {
-            return Err(self.shared.not_sent(format!(
+            return Err(self.shared.not_sent(SendFailure::Unreached(format!(
                 "not reached for {:?} ({}); sends fail at once until it is reached again",
                 failing.since.elapsed(),
                 failing.reason
-            )));
+            ))));
         }
         let on_runtime = Handle::try_current().is_ok_and(|here| here.id() == self.runtime.id());
         if on_runtime && let Ok(socket) = Arc::clone(&self.socket).try_lock_owned() {
@@ -237,7 +240,7 @@ impl Writer {
                        deadline"
                 .to_owned();
             self.shared.failed(why.clone());
-            return Err(self.shared.not_sent(why));
+            return Err(self.shared.not_sent(SendFailure::NotReading(why)));
         };
         let permit = permit.map_err(|_| gone())?;
         let (done, outcome) = oneshot::channel();
@@ -258,7 +261,7 @@ impl Writer {
         let why = "it did not leave by its deadline: no peer took it, or the peer is not reading"
             .to_owned();
         self.shared.failed(why.clone());
-        self.shared.not_sent(why)
+        self.shared.not_sent(SendFailure::Late(why))
     }
 }
 

@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ruststream::{Broker, ConnectedBroker};
+use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 
 use super::{BACKEND, Feeder, prelude::*};
 use crate::backend::Backend;
@@ -272,4 +272,57 @@ async fn a_dial_publisher_that_found_no_peer_lets_go_of_its_socket() {
         "shutdown took {:?}",
         started.elapsed()
     );
+}
+
+/// A caller can tell why a send failed by its kind: toward an address nobody listens at, the
+/// first publish waits out its deadline and fails as no peer (or late, where the socket cannot
+/// tell which), never as the client's own error; the next fails at once as unreached, with the
+/// first one's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_failure_says_its_kind_no_peer_first_then_unreached_at_once() {
+    let address = format!("tcp://127.0.0.1:{}", free_port());
+    let connected = ZmqQueue::new(ZmqEndpoint::dial(address.clone()))
+        .send_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let publisher = connected.publisher();
+    let publish = || {
+        publisher.publish(
+            OutgoingMessage::produced("jobs", BytesMut::from(&b"{}"[..])),
+            None,
+        )
+    };
+    let first = publish().await.expect_err("nobody listens");
+    // On `zeromq` the socket's own connect may fail first; that is not a send's failure.
+    let first_reason = match &first {
+        ZmqError::Send {
+            source: SendFailure::NoPeer(reason) | SendFailure::Late(reason),
+            ..
+        } => reason.clone(),
+        ZmqError::Connect { .. } if BACKEND == Backend::Zeromq => first.to_string(),
+        other => panic!("the first failure is neither no peer nor late: {other:?}"),
+    };
+    let started = Instant::now();
+    let next = publish().await.expect_err("nobody listens");
+    assert!(
+        started.elapsed() < Duration::from_millis(250),
+        "the next send waited {:?}, not failing at once",
+        started.elapsed()
+    );
+    match &next {
+        ZmqError::Send {
+            endpoint,
+            source: SendFailure::Unreached(reason),
+        } => {
+            assert_eq!(endpoint, &address);
+            assert!(
+                reason.contains(&first_reason),
+                "the fast failure names another reason than the first failure's: {reason:?}, \
+                 first {first_reason:?}"
+            );
+        }
+        other => panic!("the next failure is not unreached: {other:?}"),
+    }
+    connected.shutdown().await.unwrap();
 }

@@ -47,7 +47,7 @@ use super::{
 };
 use crate::{
     endpoint::bind_form,
-    error::{SocketFault, ZmqError},
+    error::{SendFailure, SocketFault, ZmqError},
     monitor::ZmqMonitor,
     pattern::Role,
     settings::Settings,
@@ -373,16 +373,16 @@ impl Socket {
     /// Why a send did not leave by its deadline.
     fn not_taken(&self) -> ZmqError {
         let why = if self.reached() {
-            format!(
+            SendFailure::NotReading(format!(
                 "the peer is not reading: its queue of {} messages is full",
                 self.peer_queue
-            )
+            ))
         } else {
-            "no peer is connected".to_owned()
+            SendFailure::NoPeer("no peer is connected".to_owned())
         };
         ZmqError::Send {
             endpoint: self.address.clone(),
-            source: why.into(),
+            source: why,
         }
     }
 
