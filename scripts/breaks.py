@@ -3,11 +3,16 @@
 that violates a promise, and the test named beside it must fail on it.
 
     scripts/breaks.py [--worktree DIR] [NAME ...]   # every break, or those named
+    scripts/breaks.py --before COMMIT [NAME ...]    # did the suite of COMMIT miss them?
 
 Each break is applied to a scratch worktree of HEAD (its own target/, kept between runs), the
 named test is run there, and the break is undone. A break passes when the build succeeds and the
 test fails; a break that does not compile, or that the test survives, is reported. Not part of
 CI: each break rebuilds the crate.
+
+With --before, the breaks are applied to an earlier commit and its tests of the same topic (the
+file or module the named test lives in) are run: a break that earlier suite survives is one the
+new test added power against ("MISSED" there is the expected verdict).
 """
 
 import argparse
@@ -47,13 +52,14 @@ def run(cmd, cwd, env=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--worktree", default=os.path.join(ROOT, "target", "breaks"))
+    parser.add_argument("--before", metavar="COMMIT")
     parser.add_argument("names", nargs="*")
     args = parser.parse_args()
 
     tree = args.worktree
     if not os.path.isdir(tree):
         subprocess.run(["git", "worktree", "add", "--detach", tree, "HEAD"], cwd=ROOT, check=True)
-    head = run(["git", "rev-parse", "HEAD"], ROOT).stdout.strip()
+    head = run(["git", "rev-parse", args.before or "HEAD"], ROOT).stdout.strip()
     subprocess.run(["git", "checkout", "--quiet", "--force", head], cwd=tree, check=True)
     env = dict(os.environ, RUSTSTREAM_ZMQ_PYTHON=os.path.join(ROOT, ".venv", "bin", "python"))
 
@@ -69,13 +75,19 @@ def main():
         open(path, "w", encoding="utf-8").write(text.replace(entry["from"], entry["to"]))
         try:
             target, _, name = entry["test"].partition(" ")
+            if args.before:
+                # The topic: the test's file (live, interop) or module (lib), not the test.
+                parts = [p for p in name.split("::") if p and not p.startswith("on_")]
+                name = parts[0] + "::" if parts else name
             selector = ["--lib"] if target == "lib" else ["--test", target]
             cmd = ["cargo", "test", "--features", FEATURES, *selector, name]
-            if entry.get("exact") == "yes":
+            if entry.get("exact") == "yes" and not args.before:
                 cmd += ["--", "--exact"]
             out = run(cmd, tree, env)
             log = out.stdout + out.stderr
-            if out.returncode == 0:
+            if out.returncode == 0 and args.before:
+                verdict = ("MISSED", f"the suite of {args.before} passed `{name}` on the break")
+            elif out.returncode == 0:
                 verdict = ("SURVIVED", "the test passed on the break")
             elif "could not compile" in log:
                 verdict = ("NO-BUILD", "the break does not compile")
@@ -97,6 +109,10 @@ def main():
             open(path, "w", encoding="utf-8").write(text)
         print(f"{results[-1][1]:9} {results[-1][0]}: {results[-1][2]}", flush=True)
 
+    if args.before:
+        missed = [r for r in results if r[1] in ("MISSED", "NO-TEST")]
+        print(f"{len(missed)} missed by the suite of {args.before}, {len(results) - len(missed)} not")
+        sys.exit(0)
     bad = [r for r in results if r[1] != "CAUGHT"]
     print(f"{len(results) - len(bad)} caught, {len(bad)} not")
     sys.exit(1 if bad else 0)
