@@ -4,7 +4,7 @@
 //! Nothing of the crate is used here.
 //!
 //! Its sockets are the bench's `RawPusher`, `RawReader`, `RawPublisher` and `RawAsker`, so that
-//! a raw scenario is written once for both clients (`throughput.rs`, `Stack`).
+//! a raw scenario is written once for both clients (`throughput/raw_side.rs`, `Stack`).
 
 use std::{
     io::{Read, Write},
@@ -22,7 +22,11 @@ use std::{
 use ruststream::Bytes;
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use crate::{Frames, Latencies, RawAsker, RawPublisher, RawPusher, RawReader, Work};
+use crate::{
+    messages::Frames,
+    meter::Latencies,
+    raw_side::{RawAsker, RawPublisher, RawPusher, RawReader, Work},
+};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw libzmq sockets (`zmq` 0.9), one std thread each, blocking calls";
@@ -143,7 +147,7 @@ impl RawReader for Reader {
     async fn router(answer: fn(&[u8], &[u8]) -> (Bytes, Bytes)) -> Self {
         let socket = socket(zmq::ROUTER);
         let address = bind(&socket);
-        if crate::raw_hops().router {
+        if crate::raw_side::raw_hops().router {
             return router_with_a_hop(socket, address, answer);
         }
         Self::spawn(socket, address, move |socket, frames| {
@@ -227,13 +231,13 @@ impl RawAsker for Asker {
         let socket = socket(zmq::DEALER);
         socket.connect(address).expect("the DEALER dials");
         let socket = tokio::task::spawn_blocking(move || {
-            send_frames(&socket, &crate::request(u64::MAX));
+            send_frames(&socket, &crate::messages::request(u64::MAX));
             socket.recv_multipart(0).expect("the first answer");
             socket
         })
         .await
         .expect("the DEALER connects");
-        if !crate::raw_hops().dealer {
+        if !crate::raw_side::raw_hops().dealer {
             return Self::Blocking(socket);
         }
         let (thread, answers) = SocketThread::start(socket);
@@ -257,7 +261,7 @@ impl RawAsker for Asker {
                 while !latencies.all() {
                     while next < ids.end && latencies.in_flight(next) < window {
                         latencies.sent(next);
-                        thread.send(crate::request(next).to_vec());
+                        thread.send(crate::messages::request(next).to_vec());
                         next += 1;
                     }
                     let answer = answers.recv().await.expect("an answer");
@@ -287,7 +291,7 @@ fn ask(
     while !latencies.all() {
         while next < ids.end && latencies.in_flight(next) < window {
             latencies.sent(next);
-            send(crate::request(next));
+            send(crate::messages::request(next));
             next += 1;
         }
         let answer = recv();

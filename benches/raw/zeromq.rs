@@ -3,7 +3,7 @@
 //! directly would drive it. Nothing of the crate is used here.
 //!
 //! Its sockets are the bench's `RawPusher`, `RawReader`, `RawPublisher` and `RawAsker`, so that
-//! a raw scenario is written once for both clients (`throughput.rs`, `Stack`).
+//! a raw scenario is written once for both clients (`throughput/raw_side.rs`, `Stack`).
 
 use std::{ops::Range, sync::Arc, time::Duration};
 
@@ -14,7 +14,11 @@ use zeromq::{
     SocketRecv, SocketSend, SubSocket, ZmqMessage,
 };
 
-use crate::{Frames, Latencies, RawAsker, RawPublisher, RawPusher, RawReader, Work};
+use crate::{
+    messages::Frames,
+    meter::Latencies,
+    raw_side::{RawAsker, RawPublisher, RawPusher, RawReader, Work},
+};
 
 /// The client the raw rows measure.
 pub const CLIENT: &str = "raw `zeromq` 0.7 sockets, one tokio task each";
@@ -99,7 +103,7 @@ impl RawReader for Reader {
             .await
             .expect("the ROUTER binds")
             .to_string();
-        if crate::raw_hops().router {
+        if crate::raw_side::raw_hops().router {
             return Self {
                 address,
                 task: router_with_a_hop(socket, answer),
@@ -209,11 +213,11 @@ impl RawAsker for Asker {
         let mut socket = DealerSocket::new();
         socket.connect(address).await.expect("the DEALER dials");
         socket
-            .send(message(crate::request(u64::MAX)))
+            .send(message(crate::messages::request(u64::MAX)))
             .await
             .expect("the DEALER sends");
         socket.recv().await.expect("the first answer");
-        if !crate::raw_hops().dealer {
+        if !crate::raw_side::raw_hops().dealer {
             return Self(Asking::Whole(socket));
         }
         let (send, recv) = socket.split();
@@ -229,7 +233,7 @@ impl RawAsker for Asker {
             while !latencies.all() {
                 while next < ids.end && latencies.in_flight(next) < window {
                     latencies.sent(next);
-                    self.0.send(message(crate::request(next))).await;
+                    self.0.send(message(crate::messages::request(next))).await;
                     next += 1;
                 }
                 let answer = self.0.recv().await;
