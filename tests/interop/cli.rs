@@ -21,6 +21,7 @@ use tokio::{
 use super::{BACKEND, prelude::*};
 use crate::support::{
     Deadline, PyPeer, Received, STEP, Tap, header, json_of, logs, python, stderr::Collected,
+    until_async,
 };
 
 /// The binary under test.
@@ -208,6 +209,13 @@ impl Running {
             Some(line) => line,
             None => panic!("zmqs printed no {what}; stderr:\n{}", self.stderr()),
         }
+    }
+
+    /// Whether it has exited, waiting up to `within`.
+    pub async fn ended_within(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .is_ok()
     }
 
     /// Waits for its end: its status and all it wrote on stderr.
@@ -786,7 +794,20 @@ async fn tail_ends_with_status_0_when_its_reader_closes_the_pipe() {
     push.send_json(json!({"id": 1})).await;
     tail.expect_line("the line the reader wanted").await;
     tail.close_stdout();
-    push.send_json(json!({"id": 2})).await;
+    // A write fails once no process holds the read end, and a child this test binary starts in
+    // that moment (another test's) holds a copy until it runs its program: send until the tail
+    // writes after that.
+    let mut id = 1;
+    until_async(
+        STEP,
+        "zmqs to end at a write to the closed pipe",
+        async || {
+            id += 1;
+            push.send_json(json!({ "id": id })).await;
+            tail.ended_within(Duration::from_millis(100)).await
+        },
+    )
+    .await;
     let (status, stderr) = tail.finish().await;
     assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -951,6 +972,7 @@ async fn ask_reports_p50_and_p99_each_from_its_own_percentile() {
 async fn ask_count_with_unanswered_requests_prints_its_summary_and_exits_3() {
     logs();
     let mut router = PyPeer::bind("ROUTER", "tcp://127.0.0.1:*", json!({})).await;
+    // Each request waits 3 s: time for the test to read and answer one on a busy machine.
     let mut asking = Running::start(&[
         "ask",
         &router.endpoint.clone(),
@@ -961,7 +983,7 @@ async fn ask_count_with_unanswered_requests_prints_its_summary_and_exits_3() {
         "--in-flight",
         "1",
         "--timeout",
-        "2s",
+        "3s",
     ]);
     let first = router.expect("request 1").await;
     answer(&mut router, &first).await;
@@ -978,7 +1000,7 @@ async fn ask_count_with_unanswered_requests_prints_its_summary_and_exits_3() {
     );
     assert!(
         stderr.contains(
-            "zmqs: 1 of 3 requests failed; the first: request to `quotes` got no answer within 2s"
+            "zmqs: 1 of 3 requests failed; the first: request to `quotes` got no answer within 3s"
         ),
         "{stderr}"
     );
