@@ -20,7 +20,7 @@ use tokio::{
 
 use super::{BACKEND, prelude::*};
 use crate::support::{
-    Deadline, PyPeer, Received, STEP, Tap, header, json_of, logs, python, stderr::Collected,
+    Deadline, PyPeer, Received, STEP, Tap, header, json_of, logs, python, stderr::Collected, until,
     until_async,
 };
 
@@ -178,20 +178,15 @@ impl Running {
 
     /// The address it says it listens on (`--bind`), port resolved.
     pub async fn listening(&self) -> String {
-        let deadline = Deadline::after(STEP, "zmqs to say where it listens");
-        loop {
+        until(STEP, "zmqs to say where it listens", || {
             // Whole lines only: the pipe may have handed over half of one.
-            if let Some(address) = self
-                .stderr()
+            self.stderr()
                 .split_inclusive('\n')
                 .filter(|line| line.ends_with('\n'))
                 .find_map(|line| line.strip_prefix("zmqs: listening on "))
-            {
-                return address.trim().to_owned();
-            }
-            deadline.check();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+                .map(|address| address.trim().to_owned())
+        })
+        .await
     }
 
     /// Its next stdout line as JSON, or `None` after `within`.
@@ -484,14 +479,11 @@ async fn tail_reads_a_fanout_of_this_crate_by_prefix() {
     };
     let mut tail = Running::start(&["tail", &address, "orders", "--fanout", "--timeout", "20s"]);
     // A subscriber hears what is published once its subscription arrived: publish until it does.
-    let deadline = Deadline::after(STEP, "the tail's subscription to arrive");
-    let first = loop {
+    let first = until_async(STEP, "the tail's subscription to arrive", async || {
         publish("orders.warmup", 0).await;
-        if let Some(line) = tail.line(Duration::from_millis(50)).await {
-            break line;
-        }
-        deadline.check();
-    };
+        tail.line(Duration::from_millis(50)).await
+    })
+    .await;
     assert_eq!(first["name"], "orders.warmup");
     publish("prices.eu", 1).await;
     publish("orders.eu", 2).await;
