@@ -227,9 +227,11 @@ impl<'a> Run<'a> {
         self.handled.get(&id)?.first()?.worker.as_deref()
     }
 
-    /// The queue's rotation before `at`: it deals jobs to its workers in turn, so over the
-    /// jobs sent in the second before, each worker has every n-th id (n workers). Answers n and
-    /// the worker of each remainder; fails if the jobs were not dealt in turn.
+    /// The queue's rotation just before `at`: it deals jobs to its workers in turn, so each
+    /// worker has every n-th id (n workers). Answers n and the worker of each remainder, as the
+    /// latest jobs sent before `at` show it: a PUSH passes over a worker whose queue is full
+    /// for a moment (a loaded machine), which shifts the turns, so only the latest deal of each
+    /// remainder says whose turn it is now.
     fn rotation(&self, at: u64) -> (u64, BTreeMap<u64, &'a str>) {
         let dealt: Vec<(u64, &str)> = self
             .sent
@@ -243,15 +245,8 @@ impl<'a> Run<'a> {
             n > 0,
             "no job sent in the {ROTATION_MS} ms before {at} was handled"
         );
-        let mut turns = BTreeMap::new();
-        for (id, worker) in dealt {
-            let had = *turns.entry(id % n).or_insert(worker);
-            assert_eq!(
-                had, worker,
-                "the queue did not deal its jobs in turn to its {n} workers before {at}: \
-                 job {id} went to {worker}, where {had} had that turn"
-            );
-        }
+        let turns: BTreeMap<u64, &str> =
+            dealt.iter().map(|(id, worker)| (id % n, *worker)).collect();
         (n, turns)
     }
 
@@ -356,7 +351,10 @@ impl Faults<'_> {
         noticed: u64,
     ) -> bool {
         let (n, turns) = rotation;
-        turns.get(&(id % n)) == Some(&worker)
+        // A worker passed over in the latest turns (its queue was full) holds no remainder:
+        // then the time window alone places its jobs.
+        let turn = turns.get(&(id % n));
+        (turn == Some(&worker) || !turns.values().any(|w| *w == worker))
             && sent_at > self.run.last_handled_by(worker, noticed)
             && sent_at <= noticed + NOTICE_SLACK_MS
     }
