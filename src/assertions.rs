@@ -8,8 +8,6 @@
 //!
 //! The fan-out's and the responder's facts belong here beside the queue's, in the same form, once
 //! those patterns settle.
-//!
-//! Imports: the crate's public types (the top layer); nothing imports it.
 
 use ruststream::{
     AddressedCopies, NamedCopies, RedeliveryAddressed, Subscribe, SubscriptionSource,

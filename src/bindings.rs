@@ -8,8 +8,6 @@
 //! extension; the field names are those of `ruststream-zeromq`'s extension where they mean the
 //! same (`transport`, `role`, `socketPair`, `nameFrame`); `endpoint` is the whole address here
 //! (`tcp://*:5555`), as a peer's socket takes it.
-//!
-//! Imports: `pattern`, `routing` and `wire`.
 
 use ruststream::asyncapi::{Binding, Bindings};
 use serde::Serialize;

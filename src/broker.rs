@@ -1,8 +1,5 @@
 //! The broker of every pattern: `ZmqBroker<Pattern, Side, Backend>`, its connected form, and
 //! the broker contract's impls. `ZmqQueue`, `ZmqFanout` and `ZmqRpc` are its three names.
-//!
-//! Imports: the leaves, `pattern`, `settings`, `bindings` (feature `asyncapi`), `transport`,
-//! `intake`, `connection`, `delivery` and `publish`.
 
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 

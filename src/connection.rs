@@ -1,24 +1,25 @@
 //! The live state every connected broker shares: its endpoint, the subscription that holds it,
 //! the tasks it started, where each publish goes, and the switch that shuts it all.
 //!
-//! Imports: everything below the brokers (leaves, `routing`, `pattern`, `settings`, `transport`,
-//! `intake`, `requests`, `outbound`). Nothing it starts holds it back: its tasks watch the
-//! shutdown switch, which also flips when the last handle on the connection is dropped.
+//! Nothing it starts holds it back: its tasks watch the shutdown switch, which also flips when
+//! the last handle on the connection is dropped. Opening a subscription's socket is
+//! [`inbound`](crate::inbound)'s.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use ruststream::{Bytes, HeaderMap, Str};
+use ruststream::{Bytes, HeaderMap};
 use tokio::{
-    sync::{OnceCell, mpsc, watch},
+    sync::{OnceCell, watch},
     task::JoinHandle,
     time::timeout,
 };
 
 use crate::{
     error::ZmqError,
-    intake::{Inbox, Intake, Probe, Reading, pump},
+    inbound::Subscribing,
+    intake::Inbox,
     lane::LaneKey,
-    monitor::{SocketFigures, SocketUse, ZmqMonitor},
+    monitor::ZmqMonitor,
     outbound::Outbound,
     pattern::{Listening, PatternFacts},
     requests::RequestChannel,
@@ -27,9 +28,8 @@ use crate::{
         route_responder,
     },
     settings::Settings,
-    throttle::Throttle,
-    transport::{CLOSE_WAIT, HandOver, Inbound, Reader, ReadingEnd, Received, Transport},
-    wire::{self, Frames, Refusal},
+    transport::{CLOSE_WAIT, Transport},
+    wire::{self, Frames},
 };
 
 /// Who holds the endpoint in this process.
@@ -191,77 +191,32 @@ impl Connection {
         read_ahead: usize,
         lane: LaneKey,
     ) -> Result<Inbox, ZmqError> {
-        let facts = self.facts;
-        // A bound fan-out's own publisher must be heard before the subscription counts as open.
-        let probe = (self.binds && facts.filters_by_prefix()).then(|| Probe::new(subscription));
-        // `read_ahead` messages wait for the subscriber before the socket stops being read (and
-        // the socket's own queue takes the pressure).
-        let (frames_tx, frames_rx) = mpsc::channel(read_ahead);
-        let figures = self.monitor.socket(SocketUse::Subscriber, &self.endpoint);
-        let (source, address) = self.open_source(subscription, frames_tx, &figures).await?;
-        // A shutdown that came while the socket opened closes it before anyone can dial in.
+        let opened = Subscribing {
+            transport: &self.transport,
+            endpoint: &self.endpoint,
+            binds: self.binds,
+            facts: self.facts,
+            settings: &self.settings,
+            monitor: &self.monitor,
+            outbound: &self.outbound,
+            shutdown: self.shutdown.subscribe(),
+        }
+        .open(subscription, read_ahead, lane)
+        .await?;
+        // A shutdown that came while the socket opened: its task sees the switch at once and
+        // closes it before anyone can dial in.
         if let Err(shut) = self.ensure_open("a subscription") {
-            if let Source::Socket(reader, _) = source {
-                reader.close().await;
-            }
+            opened.task.await;
             return Err(shut);
         }
-        self.note_opened(subscription, address.as_deref());
-        let intake = self.intake(subscription, address.as_deref(), lane, &figures);
-        let socket = self.start_reading(source, probe.clone(), figures);
-        let inbox = Inbox::new(frames_rx, socket, intake);
-        if let (Some(probe), Some(address)) = (probe, address) {
+        self.spawn(opened.task);
+        self.note_opened(subscription, opened.address.as_deref());
+        if let (Some(probe), Some(address)) = (opened.probe, opened.address) {
             self.outbound
                 .reach(&address, &probe.heard, &probe.frame)
                 .await?;
         }
-        Ok(inbox)
-    }
-
-    /// Opens the subscription's socket, what it reads to go to `frames_tx`; answers it and the
-    /// bound address. A responder's requests are read by its socket's task, or by the
-    /// subscription itself, and decoded as the subscription takes them; a one-way socket is
-    /// read by a task of its own, or by the subscription itself where the backend allows.
-    async fn open_source(
-        &self,
-        subscription: &str,
-        frames_tx: mpsc::Sender<Received>,
-        figures: &Arc<SocketFigures>,
-    ) -> Result<(Source, Option<String>), ZmqError> {
-        let role = self.facts.reads_with;
-        if self.facts.answers_requests {
-            let (started, address) = self
-                .transport
-                .duplex(
-                    role,
-                    &self.endpoint,
-                    self.binds,
-                    Inbound::Channel(frames_tx, Arc::clone(figures)),
-                    self.shutdown.subscribe(),
-                )
-                .await?;
-            self.spawn(started.task);
-            self.outbound
-                .answer_through(started.sender, Arc::clone(figures));
-            return Ok((Source::Requests(started.reader), address));
-        }
-        let topics = self.facts.topics(subscription);
-        if !self.binds {
-            let reader = self
-                .transport
-                .dial_reader(role, &self.endpoint, topics)
-                .await?;
-            return Ok((Source::Socket(reader, frames_tx), None));
-        }
-        // The subscription takes the endpoint: a publisher that bound it for peers lets go.
-        self.outbound
-            .release(&Target::Bind(self.endpoint.clone()))
-            .await;
-        let (reader, address) = self
-            .transport
-            .bind_reader(role, &self.endpoint, topics)
-            .await?;
-        Ok((Source::Socket(reader, frames_tx), Some(address)))
+        Ok(opened.inbox)
     }
 
     /// Logs and records an opened subscription: listening at its bound `address`, or dialing.
@@ -277,63 +232,6 @@ impl Connection {
                 self.held()
                     .dialing
                     .get_or_insert_with(|| subscription.to_owned());
-            }
-        }
-    }
-
-    /// How the subscription's messages are read and refused.
-    fn intake(
-        &self,
-        subscription: &str,
-        address: Option<&str>,
-        lane: LaneKey,
-        figures: &Arc<SocketFigures>,
-    ) -> Intake {
-        let facts = self.facts;
-        Intake {
-            subscription: Str::from(subscription.to_owned()),
-            endpoint: address.unwrap_or(&self.endpoint).into(),
-            reading: if facts.answers_requests {
-                Reading::Requests
-            } else {
-                Reading::OneWay {
-                    lone_frame_is_payload: facts.lone_frame_is_payload,
-                }
-            },
-            limits: self.settings.limits,
-            lane,
-            monitor: self.monitor.clone(),
-            figures: Arc::clone(figures),
-            refusals: Mutex::new(Throttle::new(Refusal::RULES)),
-        }
-    }
-
-    /// Starts reading the socket: answers its reading end where the subscription reads it
-    /// itself (the backend allows, and no probe has to be listened for among its messages),
-    /// else spawns the task that reads it.
-    fn start_reading(
-        &self,
-        source: Source,
-        probe: Option<Probe>,
-        figures: Arc<SocketFigures>,
-    ) -> Option<ReadingEnd> {
-        let (reader, frames_tx) = match source {
-            Source::Socket(reader, frames_tx) => (reader, frames_tx),
-            Source::Requests(socket) => return socket,
-        };
-        let handed = match &probe {
-            None => reader.hand_over(frames_tx.clone(), self.shutdown.subscribe()),
-            Some(_) => HandOver::Kept(reader),
-        };
-        match handed {
-            HandOver::Handed(socket, task) => {
-                self.spawn(task);
-                Some(socket)
-            }
-            HandOver::Kept(reader) => {
-                let shutdown = self.shutdown.subscribe();
-                self.spawn(pump(reader, probe, frames_tx, figures, shutdown));
-                None
             }
         }
     }
@@ -520,14 +418,6 @@ impl Connection {
             .unwrap_or_else(|| self.endpoint.clone());
         tracing::info!(%endpoint, "shut down");
     }
-}
-
-/// Where a subscription's messages come from: its own reader, or the requests a responder's
-/// socket task reads (or hands it the reading end of).
-enum Source {
-    Socket(Reader, mpsc::Sender<Received>),
-    /// A responder's requests, read by its socket's task, or by the subscription itself.
-    Requests(Option<ReadingEnd>),
 }
 
 /// How a publish leaves: through the writer for a target, or as an answer through the

@@ -1,7 +1,5 @@
 //! What a handler can read about the delivery it handles: [`ZmqContext`] and its keys, taken
 //! as `Ctx<..>` parameters.
-//!
-//! Imports: `message`.
 
 use std::sync::Arc;
 

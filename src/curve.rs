@@ -1,8 +1,6 @@
 //! CURVE on an endpoint (`libzmq` feature): the server's key pair on a bound endpoint, with the
 //! clients it admits (a list of keys, or any, said before a broker takes it); a client's key pair
 //! and the server's public key on a dialing one. The keys themselves are [`keys`]'s.
-//!
-//! Imports: `endpoint` and `error` (leaves), and its own [`keys`].
 
 mod keys;
 

@@ -1,7 +1,5 @@
 //! The subscribers a subscription hands the framework: one at a time or in batches, and a
 //! responder's requests one at a time.
-//!
-//! Imports: `error`, `message` and `intake` (the inbox a subscription reads).
 
 use std::time::Duration;
 

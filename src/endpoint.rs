@@ -2,8 +2,6 @@
 //!
 //! The side is a type parameter, so what a subscription may do with its copies (send them to its
 //! own listener, or be told where they go) is settled at compile time.
-//!
-//! Imports: `error` only (a leaf).
 
 use std::{fmt, marker::PhantomData};
 

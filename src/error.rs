@@ -1,6 +1,4 @@
 //! The crate's one error type. Each message says what failed, where, and what fixes it.
-//!
-//! Imports: nothing of the crate (a leaf).
 
 use std::error::Error as StdError;
 

@@ -15,8 +15,6 @@
 //! | [`across_hosts`] | a fleet over several hosts, and what each fault costs |
 //! | [`from_ruststream_zeromq`] | moving a service from `ruststream-zeromq` |
 //! | [`cli`] | `zmqs`: send, tail, ask and make CURVE keys from a shell |
-//!
-//! Imports: nothing; it holds documentation only.
 
 #[doc = include_str!("../docs/patterns.md")]
 pub mod patterns {}

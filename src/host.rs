@@ -1,7 +1,5 @@
 //! This host as the loop-back rule sees it: the names and addresses that reach it, found once
 //! when a broker connects.
-//!
-//! Imports: nothing of the crate (a leaf).
 
 use std::{net::IpAddr, time::Duration};
 

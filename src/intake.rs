@@ -1,8 +1,8 @@
 //! Intake: reading a subscription's socket, decoding and refusing what peers send, and
 //! stamping each request with the address its answer goes to.
 //!
-//! Imports: the leaves, `settings`, `transport` and `message`. Built from a transport reader (or
-//! a duplex socket's channel) and the settings; knows nothing of the connection above it.
+//! Built from what a socket's reader hands on (or its reading end) and the settings; knows
+//! nothing of the connection above it.
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
@@ -11,10 +11,7 @@ use std::{
 
 use futures::Stream;
 use ruststream::{Bytes, Str, Subscriber};
-use tokio::{
-    sync::{Notify, mpsc, watch},
-    time::Instant,
-};
+use tokio::{sync::mpsc, time::Instant};
 
 use crate::{
     error::ZmqError,
@@ -22,31 +19,9 @@ use crate::{
     message::ZmqMessage,
     monitor::{SocketFigures, ZmqMonitor},
     throttle::{Say, Throttle},
-    transport::{Reader, ReadingEnd, Received, stopped},
+    transport::{ReadingEnd, Received},
     wire::{Refusal, WireLimits, decode, decode_request},
 };
-
-/// A bound fan-out's check that its own publisher reaches its listener: the one frame the
-/// publisher sends, and the signal the listener's reader gives when it reads that frame.
-#[derive(Clone)]
-pub(crate) struct Probe {
-    pub(crate) frame: Bytes,
-    pub(crate) heard: Arc<Notify>,
-}
-
-impl Probe {
-    /// The probe of `subscription`. Its frame begins with the subscription's name, so that the
-    /// listener keeps its one filter. With two, the SUB sent two subscription messages at once,
-    /// and under load about one start in a thousand never heard its probe: the `zeromq` client's
-    /// PUB takes each message in under a lock that blocks the thread, and a hung run had a
-    /// worker blocked there for good. With one filter, none did in 16,000 starts.
-    pub(crate) fn new(subscription: &str) -> Self {
-        Self {
-            frame: Bytes::from(format!("{subscription}\u{1}ruststream-zmq.probe")),
-            heard: Arc::new(Notify::new()),
-        }
-    }
-}
 
 /// What a subscription reads, as the framework reads it: the messages its socket was read for
 /// (by a reader task of its own, or by a responder's socket task), or the socket itself where
@@ -212,62 +187,6 @@ impl Inbox {
     }
 }
 
-/// Reads and hands over until the broker shuts down (or is dropped) or the subscriber is
-/// dropped, then closes the socket. On a bound fan-out, `probe` is told when the broker's own
-/// publisher reaches the listener.
-pub(crate) async fn pump(
-    mut reader: Reader,
-    probe: Option<Probe>,
-    tx: mpsc::Sender<Received>,
-    figures: Arc<SocketFigures>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    // Both ends are watched by one future each for the whole loop: making them anew for every
-    // message cost more than reading it.
-    let stop = stopped(&mut shutdown);
-    let closed = tx.closed();
-    tokio::pin!(stop, closed);
-    loop {
-        let received = tokio::select! {
-            biased;
-            () = &mut stop => break,
-            () = &mut closed => break,
-            received = reader.recv() => received,
-        };
-        if let Some(probe) = &probe
-            && received.frames.len() == 1
-            && received.frames[0] == probe.frame
-        {
-            probe.heard.notify_one();
-            continue;
-        }
-        // The subscriber keeps up, as a rule: only a full channel needs a wait.
-        // A message read here and not handed on (the subscription closed first) is counted.
-        let received = match tx.try_send(received) {
-            Ok(()) => {
-                figures.count_received();
-                continue;
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                figures.count_lost();
-                break;
-            }
-            Err(mpsc::error::TrySendError::Full(received)) => received,
-        };
-        let handed = tokio::select! {
-            biased;
-            () = &mut stop => false,
-            sent = tx.send(received) => sent.is_ok(),
-        };
-        if !handed {
-            figures.count_lost();
-            break;
-        }
-        figures.count_received();
-    }
-    reader.close().await;
-}
-
 #[cfg(test)]
 mod tests {
     use std::{
@@ -286,13 +205,13 @@ mod tests {
         registry::Registry,
     };
 
-    use super::{Intake, Probe, Reading};
+    use super::{Intake, Reading};
     use crate::{
         lane::LaneKey,
         monitor::{SocketUse, ZmqMonitor},
         pattern::PatternFacts,
         throttle::{QUIET_AFTER, REMIND_EVERY, Throttle},
-        transport::{Received, Release},
+        transport::{Probe, Received, Release},
         wire::{Refusal, WireLimits},
     };
 

@@ -5,8 +5,6 @@
 //! [`PARTITION_KEY_HEADER`], as `ruststream-nats` and `ruststream-fred` read one of their own),
 //! or on a responder the identity of the requester, which keeps each requester's requests in
 //! the order it sent them.
-//!
-//! Imports: none.
 
 use ruststream::{Bytes, HeaderMap};
 

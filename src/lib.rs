@@ -74,6 +74,7 @@ mod endpoint;
 mod error;
 pub mod guide;
 mod host;
+mod inbound;
 mod intake;
 mod lane;
 #[cfg(test)]

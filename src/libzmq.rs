@@ -13,9 +13,6 @@
 //!     .heartbeat(Duration::from_secs(1), Duration::from_secs(5));
 //! # let _ = exposed;
 //! ```
-//!
-//! Imports: `broker`, `curve`, `endpoint`, `pattern` and `transport` (its backend's marker);
-//! its [`prelude`] imports the crate's.
 
 use std::time::Duration;
 

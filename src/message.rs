@@ -1,6 +1,4 @@
 //! One delivery: the name, headers and payload a peer sent, as the framework reads it.
-//!
-//! Imports: the leaves (`wire`, `lane`) and `transport` (the release a delivery carries).
 
 use std::sync::Arc;
 

@@ -3,8 +3,6 @@
 //!
 //! The collector reads the monitor's counters when the registry is gathered, so the delivery
 //! path counts exactly what it counted before and nothing more.
-//!
-//! Imports: `monitor` only.
 
 use std::collections::HashMap;
 

@@ -3,8 +3,6 @@
 //! These are the socket-level figures: what crossed (or failed to cross) this broker's sockets.
 //! Under the `metrics` feature, `ZmqMonitor::register_metrics` exports them beside the
 //! framework's own settlement counters.
-//!
-//! Imports: `wire` only (a leaf).
 
 use std::{
     collections::BTreeMap,

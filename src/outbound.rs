@@ -2,9 +2,7 @@
 //! each owned by a task), every send bounded by the deadline of its call, the probe that tells a
 //! bound fan-out its own publisher is heard, and a responder's answers through its own socket.
 //!
-//! Imports: the leaves, `routing` (the target a send goes to), `pattern`, `settings` and
-//! `transport`. It decides nothing about where a message goes: the connection routes, this
-//! half sends.
+//! It decides nothing about where a message goes: the connection routes, this half sends.
 
 use std::{
     collections::HashMap,
@@ -108,23 +106,20 @@ impl Outbound {
         if let Some(found) = self.open_writer(target) {
             return found;
         }
-        let opened = match target {
-            Target::Dial(address) => {
-                self.transport
-                    .dial_writer(self.writes_with, address)
-                    .await?
-            }
-            Target::Queue(address) => self.transport.dial_writer(Role::Push, address).await?,
-            Target::Bind(address) => {
-                let (writer, task, resolved) = self
-                    .transport
-                    .bind_writer(self.writes_with, address)
-                    .await?;
-                tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
-                self.monitor.set_bound_address(Some(resolved));
-                (writer, task)
-            }
+        let (role, binds) = match target {
+            Target::Dial(_) => (self.writes_with, false),
+            Target::Queue(_) => (Role::Push, false),
+            Target::Bind(_) => (self.writes_with, true),
         };
+        let (writer, task, bound) = self
+            .transport
+            .open_writer(role, target.address(), binds)
+            .await?;
+        if let Some(resolved) = bound {
+            tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
+            self.monitor.set_bound_address(Some(resolved));
+        }
+        let opened = (writer, task);
         let writer = Arc::new(opened.0);
         let mut writers = self.writers_mut();
         let figures = Arc::clone(

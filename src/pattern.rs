@@ -1,8 +1,8 @@
 //! What each pattern is, as plain data: the sockets at each end, how its listener admits names,
 //! whether it answers requests, and the dead-letter rules a registration meets at startup.
 //!
-//! Imports: the leaves (`error`) and `routing`. The rest of the crate reads these facts instead of
-//! matching on the pattern, so a rule lives here once.
+//! The rest of the crate reads these facts instead of matching on the pattern, so a rule
+//! lives here once.
 
 use ruststream::{DeclareRetryError, RetryDeclaration};
 

@@ -1,6 +1,4 @@
 //! Publishing: the policy a mount site names, and the live publisher it pairs into.
-//!
-//! Imports: `error` and `connection`.
 
 use std::sync::Arc;
 

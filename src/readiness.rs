@@ -4,8 +4,6 @@
 //! The runtime reports whether the service runs and how many subscriptions consume; it cannot
 //! know whether a dialing ZeroMQ socket has a peer at all, which only the broker's
 //! [`ZmqMonitor`] sees. The decision is [`verdict`], a pure function of the two.
-//!
-//! Imports: `monitor`.
 
 use std::fmt;
 

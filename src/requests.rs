@@ -1,9 +1,8 @@
 //! The requester's side of request-reply: one DEALER, many requests in flight, each answer
 //! matched to its request by `correlation-id`.
 //!
-//! Imports: the leaves, `settings`, `pattern`, `transport` and `message`. Built from the
-//! transport and the settings; its tasks hold nothing of the connection, so dropping the broker
-//! ends them.
+//! Built from the transport and the settings; its tasks hold nothing of the connection, so
+//! dropping the broker ends them.
 
 use std::{
     collections::HashMap,

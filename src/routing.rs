@@ -4,8 +4,6 @@
 //! one (or a responder) must be told where they go. The types carry the first half (which
 //! subscription declares which copies); this module decides, per publish, which socket a message
 //! leaves through and refuses the one that would land on the wrong subscription.
-//!
-//! Imports: the leaves (`error`, `wire`, `endpoint`); no I/O.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -1,9 +1,6 @@
 //! Request-reply, as a service uses it: the reply transform a responder mounts
 //! ([`ToRequester`]) and the requester policy and its live form ([`ZmqRequest`],
 //! [`ZmqRequester`]).
-//!
-//! Imports: `error`, `endpoint`, `wire`, `bindings` (feature `asyncapi`), `message`,
-//! `connection` and `broker`.
 
 use std::{sync::Arc, time::Duration};
 

@@ -1,6 +1,4 @@
 //! What a broker is configured with besides its endpoint and pattern.
-//!
-//! Imports: the leaves (`wire`, `lane`).
 
 use std::time::Duration;
 

@@ -1,7 +1,5 @@
 //! The subscription builders: a name, and where a subscription's retry copies go when its side
 //! does not say.
-//!
-//! Imports: `endpoint`, `error`, `lane`, `settings`, `bindings` (feature `asyncapi`) and `broker`.
 
 use std::{borrow::Cow, marker::PhantomData, time::Duration};
 

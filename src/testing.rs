@@ -2,8 +2,7 @@
 //! the production brokers, over the transport's in-process bus, so `TestApp::start(app())` runs
 //! a service with no network.
 //!
-//! Imports: `broker`, `endpoint`, `error`, `routing` and `transport` (its bus); nothing in the
-//! crate imports this module.
+//! Nothing in the crate imports this module.
 
 use ruststream::{
     OutgoingMessage, RawMessage,
@@ -22,7 +21,8 @@ impl<P: Pattern, S: Side, B: Backend> InProcess for ZmqBroker<P, S, B> {
     /// The production broker over the in-process bus: the same refusals, no sockets.
     async fn connect_in_process(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
         // In process, only the loopback and wildcard forms of an address are this host's.
-        self.connect_on(Transport::in_process(), LocalHost::default())
+        let transport = Transport::in_process(self.monitor());
+        self.connect_on(transport, LocalHost::default())
     }
 }
 

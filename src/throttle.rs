@@ -3,8 +3,6 @@
 //! are counted and told in a reminder at most once a [`REMIND_EVERY`], and a burst ends after a
 //! [`QUIET_AFTER`] without one. Keys are bounded: past the most a throttle names, refusals share
 //! one unnamed burst. Pure: plain values and a clock the caller passes.
-//!
-//! Imports: none.
 
 use std::{collections::HashMap, hash::Hash, time::Duration};
 

@@ -8,9 +8,6 @@
 //! let loopback = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
 //! # let _ = loopback;
 //! ```
-//!
-//! Imports: `broker`, `endpoint` and `transport` (its backend's marker); its [`prelude`] imports
-//! the crate's.
 
 #[doc(inline)]
 pub use crate::transport::zeromq::Zeromq;

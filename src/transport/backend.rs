@@ -1,20 +1,18 @@
-//! The contract a socket backend meets: the three sockets it provides, what each can do, and
-//! the options it opens them with. The `zeromq` and `libzmq` modules each implement it once;
-//! everything above erases the backend at connect ([`Sockets`](super::Sockets)), so no code
-//! above this module names one.
-//!
-//! Imports: its parent `transport`, and `endpoint`, `error`, `monitor`, `pattern`, `settings` and `wire`.
+//! The contract a socket backend meets: the three sockets it provides, what each can do, the
+//! options it opens them with, and the types they all speak in. It imports nothing of the
+//! transport but what sockets read ([`reading_end`](super::reading_end)); each backend
+//! implements it once, and the transport above picks among them.
 
-use std::sync::Arc;
+use std::{pin::Pin, sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
 use tokio::{
-    sync::{mpsc, watch},
+    sync::{mpsc, oneshot, watch},
     time::Instant,
 };
 
-use super::{DirectSend, HandOver, ReadingEnd, Received, Transport, duplex::HandedSend};
+use super::reading_end::{ReadingEnd, Received};
 use crate::{
-    endpoint::{Mechanism, Plain},
     error::{SendFailure, SocketFault, ZmqError},
     monitor::ZmqMonitor,
     pattern::Role,
@@ -22,80 +20,28 @@ use crate::{
     wire::Frames,
 };
 
-/// The socket backend a broker runs on: [`Zeromq`](super::zeromq::Zeromq), the pure-Rust client
-/// (feature `zeromq`, on by default), or [`Libzmq`](super::libzmq::Libzmq), the C library
-/// (feature `libzmq`). Each feature adds its backend; a broker runs on the one its type names.
-///
-/// Sealed: a backend meets a contract that is the crate's own (`SocketBackend`).
-pub trait Backend: sealed::Sealed + Send + Sync + 'static {
-    /// What only this backend's brokers set (libzmq: its socket options and CURVE).
-    #[doc(hidden)]
-    type Config: Clone + Default + Send + Sync + 'static;
+/// How long closing a socket, or ending a socket's task, may take.
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
-    /// Where a broker on this backend opens its sockets, made on the current runtime.
-    #[doc(hidden)]
-    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport;
-}
-
-pub(crate) mod sealed {
-    pub trait Sealed {}
-}
-
-/// The one [`Backend::transport`] of every backend: its sockets, erased.
-pub(crate) fn transport_of<B: SocketBackend>(
-    monitor: ZmqMonitor,
-    settings: &Settings,
-    config: B::Config,
-) -> Transport {
-    Transport::sockets::<B>(monitor, B::options(settings, config))
-}
-
-/// The backend of the brokers at the crate root ([`ZmqQueue`](crate::ZmqQueue) and its
-/// siblings): [`Zeromq`](super::zeromq::Zeromq) whenever the `zeromq` feature is on, so that
-/// turning on `libzmq` never moves them; [`Libzmq`](super::libzmq::Libzmq) in a build with only
-/// `libzmq`.
-#[cfg(feature = "zeromq")]
-pub type DefaultBackend = super::zeromq::Zeromq;
-/// The backend of the brokers at the crate root: [`Libzmq`](super::libzmq::Libzmq), the only
-/// one this build has; with the `zeromq` feature on, it is that one.
-#[cfg(not(feature = "zeromq"))]
-pub type DefaultBackend = super::libzmq::Libzmq;
-
-/// Backend `Self` speaks mechanism `M`: every backend speaks ZeroMQ's NULL
-/// ([`Plain`](crate::Plain)), only [`Libzmq`](super::libzmq::Libzmq) speaks CURVE. A broker takes
-/// an endpoint only if its backend speaks the endpoint's mechanism.
-#[diagnostic::on_unimplemented(
-    message = "a broker on `{Self}` takes no endpoint secured by `{M}`",
-    label = "this endpoint's mechanism",
-    note = "CURVE is spoken by the brokers on libzmq only: `ruststream_zmq::libzmq::ZmqQueue` and \
-            its siblings (feature `libzmq`)",
-    note = "a bound CURVE endpoint (`WantsClients`) is taken once it says who may connect: \
-            `.allow_clients(keys)` or `.allow_any_client()`"
-)]
-pub trait Speaks<M: Mechanism>: Backend {
-    /// `config`, with the mechanism the sockets on the endpoint at `address` speak.
-    #[doc(hidden)]
-    fn secured(config: Self::Config, address: &str, mechanism: M) -> Self::Config;
-}
-
-impl<B: Backend> Speaks<Plain> for B {
-    fn secured(config: B::Config, _address: &str, Plain: Plain) -> B::Config {
-        config
-    }
-}
+/// A task a socket runs.
+pub(crate) type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// A socket backend: the sockets a broker opens, and how its settings reach them.
-pub(crate) trait SocketBackend: Backend {
+pub(crate) trait SocketBackend: Send + Sync + 'static {
     /// The backend's name, as the logs say it.
     const NAME: &'static str;
+    /// Whether a bound socket listens on the network (the in-process bus does not).
+    const NETWORK: bool = true;
+    /// What only this backend's brokers set (libzmq: its socket options and CURVE).
+    type Config: Clone + Default + Send + Sync + 'static;
     /// What the backend opens every socket with, from the broker's settings and its own.
     type Options: Clone + Send + Sync + 'static;
     /// A socket that receives (PULL, SUB).
-    type Reader: ReadSocket<Options = Self::Options>;
+    type ReadSocket: ReadSocket<Options = Self::Options>;
     /// A socket that sends (PUSH, PUB).
-    type Writer: WriteSocket<Options = Self::Options>;
+    type WriteSocket: WriteSocket<Options = Self::Options>;
     /// A socket that sends and receives (ROUTER, DEALER).
-    type Duplex: DuplexSocket<Options = Self::Options>;
+    type DuplexSocket: DuplexSocket<Options = Self::Options>;
 
     /// The options a broker with `settings` and `config` opens its sockets with.
     fn options(settings: &Settings, config: Self::Config) -> Self::Options;
@@ -136,7 +82,7 @@ pub(crate) trait ReadSocket: Sized + Send + 'static {
     ) -> impl Future<Output = Result<Self, ZmqError>> + Send;
 
     /// The next message; a dialing socket also keeps its connection.
-    fn recv(&mut self) -> impl Future<Output = Frames> + Send;
+    fn recv(&mut self) -> impl Future<Output = Received> + Send;
 
     /// Closes the socket and all its connections.
     fn close(self) -> impl Future<Output = ()> + Send;
@@ -194,7 +140,7 @@ pub(crate) trait WriteSocket: Sized + Send + 'static {
 
 /// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
 /// reply can leave while requests wait to be handled. The task's loop is the same for every
-/// backend ([`duplex::run`](super::duplex::run)); a backend drives its socket through it.
+/// backend (`transport::duplex::run`); a backend drives its socket through it.
 pub(crate) trait DuplexSocket: Sized + Send + 'static {
     /// What the socket is opened with.
     type Options;
@@ -248,10 +194,10 @@ pub(crate) trait DuplexDriver: Send + 'static {
 
     /// Waits for the socket's next event: a message read (only with `read`), room for a send it
     /// holds, a peer that came or went. Answers the message read, if that was the event.
-    fn next(&mut self, read: bool) -> impl Future<Output = Option<Frames>> + Send;
+    fn next(&mut self, read: bool) -> impl Future<Output = Option<Received>> + Send;
 
     /// A message the socket already holds, read without waiting.
-    fn read_queued(&mut self) -> Option<Frames> {
+    fn read_queued(&mut self) -> Option<Received> {
         None
     }
 
@@ -291,4 +237,76 @@ pub(crate) fn late_for_its_turn(endpoint: &str) -> ZmqError {
         endpoint: endpoint.to_owned(),
         source: SendFailure::Late("its deadline passed before its turn came".to_owned()),
     }
+}
+
+/// What a send fails with once the socket is closed.
+pub(crate) fn socket_gone() -> ZmqError {
+    ZmqError::ShutDown { what: "a socket" }
+}
+
+/// Resolves once the broker's shutdown switch is on, or the broker is gone.
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` answers is not `Send`: drop it here, not across the caller's awaits.
+    let _ = shutdown.wait_for(|down| *down).await;
+}
+
+/// How handing a reader over to its subscription went.
+pub(crate) enum HandOver<R> {
+    /// The subscription reads the socket through this end; the task keeps its peers and closes
+    /// it.
+    Handed(ReadingEnd, BoxTask),
+    /// The backend keeps the socket to a reader task.
+    Kept(R),
+}
+
+/// Where the outcome of one send goes.
+pub(crate) enum Done {
+    /// To a caller waiting for it.
+    Tell(oneshot::Sender<Result<(), ZmqError>>),
+    /// To a function called in the socket's task, which must not wait: a request hands a
+    /// failure to the wait for its answer, so the caller wakes once, for the answer or the error.
+    Call(Box<dyn FnOnce(Result<(), ZmqError>) + Send>),
+}
+
+impl Done {
+    /// Reports the outcome; a caller that stopped waiting misses nothing it still needs.
+    pub(crate) fn settle(self, outcome: Result<(), ZmqError>) {
+        match self {
+            Self::Tell(caller) => {
+                let _ = caller.send(outcome);
+            }
+            Self::Call(call) => call(outcome),
+        }
+    }
+}
+
+/// A send handed to a duplex socket's task, its deadline, and where its outcome goes.
+pub(crate) type HandedSend = (Frames, Instant, Done);
+
+/// A send that needs no socket task: a backend whose socket can send from any task offers one
+/// (a bound ROUTER and a dialing DEALER of the `zeromq` client, every ROUTER and DEALER of
+/// libzmq), and a message then leaves from the sender's own task, with no wake-up of the
+/// socket's task and none back.
+pub(crate) trait DirectSend: Send + Sync {
+    /// Sends one message, or answers it back when only the socket's task can send it.
+    fn send(&self, frames: Frames) -> Direct;
+}
+
+/// How a [`DirectSend`] went.
+pub(crate) enum Direct {
+    /// It left, or failed for good.
+    Now(Result<(), ZmqError>),
+    /// It is under way (a client whose sends are futures), and ends in one of the other two:
+    /// a DEALER whose peer went away hands it to its task, which reconnects. The caller bounds
+    /// the wait.
+    #[cfg_attr(
+        not(feature = "zeromq"),
+        expect(
+            dead_code,
+            reason = "only the zeromq client's sends are futures; libzmq's leave or answer back"
+        )
+    )]
+    Later(BoxFuture<'static, Direct>),
+    /// The socket's task sends it: the socket has no room now, and that task waits for room.
+    ToTask(Frames),
 }

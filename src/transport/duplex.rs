@@ -7,8 +7,6 @@
 //! for its answer ([`Done::Call`]), answers are matched inside the socket's task
 //! ([`Inbound::Direct`]), and a ROUTER whose answers never need its task is read by the
 //! subscription itself ([`ReadingEnd`]).
-//!
-//! Imports: its parent `transport`, and `error` and `wire`.
 
 use std::{sync::Arc, task::Poll};
 
@@ -22,9 +20,11 @@ use tokio::{
 };
 
 use super::{
-    BoxTask, ReadingEnd, Received, Release,
-    backend::{Driving, DuplexDriver},
-    late_for_its_turn, stopped,
+    backend::{
+        BoxTask, Direct, DirectSend, Done, Driving, DuplexDriver, HandedSend, late_for_its_turn,
+        socket_gone, stopped,
+    },
+    reading_end::{ReadingEnd, Received},
 };
 use crate::{
     error::{SendFailure, ZmqError},
@@ -38,30 +38,6 @@ const SENDS: usize = 64;
 /// How many queued messages a duplex socket's task reads in a row before it looks at its sends
 /// and at shutdown again.
 const READ_BATCH: usize = 32;
-
-/// Where the outcome of one send goes.
-pub(crate) enum Done {
-    /// To a caller waiting for it.
-    Tell(oneshot::Sender<Result<(), ZmqError>>),
-    /// To a function called in the socket's task, which must not wait: a request hands a
-    /// failure to the wait for its answer, so the caller wakes once, for the answer or the error.
-    Call(Box<dyn FnOnce(Result<(), ZmqError>) + Send>),
-}
-
-impl Done {
-    /// Reports the outcome; a caller that stopped waiting misses nothing it still needs.
-    pub(crate) fn settle(self, outcome: Result<(), ZmqError>) {
-        match self {
-            Self::Tell(caller) => {
-                let _ = caller.send(outcome);
-            }
-            Self::Call(call) => call(outcome),
-        }
-    }
-}
-
-/// A send handed to a duplex socket's task, its deadline, and where its outcome goes.
-pub(crate) type HandedSend = (Frames, Instant, Done);
 
 /// What a duplex socket's task reads its sends from.
 pub(crate) type Outbox = mpsc::Receiver<HandedSend>;
@@ -147,34 +123,6 @@ impl Inbound {
             figures.count_lost();
         }
     }
-}
-
-/// A send that needs no socket task: a backend whose socket can send from any task offers one
-/// (a bound ROUTER and a dialing DEALER of the `zeromq` client, every ROUTER and DEALER of
-/// libzmq), and a message then leaves from the sender's own task, with no wake-up of the
-/// socket's task and none back.
-pub(crate) trait DirectSend: Send + Sync {
-    /// Sends one message, or answers it back when only the socket's task can send it.
-    fn send(&self, frames: Frames) -> Direct;
-}
-
-/// How a [`DirectSend`] went.
-pub(crate) enum Direct {
-    /// It left, or failed for good.
-    Now(Result<(), ZmqError>),
-    /// It is under way (a client whose sends are futures), and ends in one of the other two:
-    /// a DEALER whose peer went away hands it to its task, which reconnects. The caller bounds
-    /// the wait.
-    #[cfg_attr(
-        not(feature = "zeromq"),
-        expect(
-            dead_code,
-            reason = "only the zeromq client's sends are futures; libzmq's leave or answer back"
-        )
-    )]
-    Later(BoxFuture<'static, Direct>),
-    /// The socket's task sends it: the socket has no room now, and that task waits for room.
-    ToTask(Frames),
 }
 
 /// What a direct send under way ([`Direct::Later`]) came to, or `None` when `deadline` passed
@@ -319,11 +267,6 @@ impl DuplexSender {
     }
 }
 
-/// What a send fails with once the duplex socket is closed.
-pub(crate) fn socket_gone() -> ZmqError {
-    ZmqError::ShutDown { what: "a socket" }
-}
-
 /// Starts a duplex socket's task: it takes the sends handed to it, hands what the socket reads
 /// to `inbound` (one message waiting for room while the handler side is full, the socket sending
 /// meanwhile, so that a reply is never stuck behind the requests it answers), and ends at
@@ -399,24 +342,21 @@ pub(crate) fn run<D: DuplexDriver>(
 /// Hands a message read, and what the socket already holds after it (up to a batch), to
 /// `inbound`; stops at the first that must wait for room, keeping it in `pending`.
 fn hand_on<D: DuplexDriver>(
-    read: Option<Frames>,
+    read: Option<Received>,
     driver: &mut D,
     inbound: &Inbound,
     pending: &mut Option<Received>,
 ) -> Result<(), Closed> {
-    let Some(mut frames) = read else {
+    let Some(mut received) = read else {
         return Ok(());
     };
     for turn in 1..=READ_BATCH {
-        *pending = inbound.offer(Received {
-            frames,
-            release: Release::default(),
-        })?;
+        *pending = inbound.offer(received)?;
         if pending.is_some() || turn == READ_BATCH {
             break;
         }
         match driver.read_queued() {
-            Some(more) => frames = more,
+            Some(more) => received = more,
             None => break,
         }
     }
@@ -432,22 +372,26 @@ mod tests {
     use super::*;
 
     /// A socket holding messages already read, numbered from 0.
-    struct Holding(VecDeque<Frames>);
+    struct Holding(VecDeque<Received>);
 
     impl Holding {
         fn new(messages: u8) -> Self {
-            Self((0..messages).map(|n| vec![Bytes::from(vec![n])]).collect())
+            Self(
+                (0..messages)
+                    .map(|n| Received::new(vec![Bytes::from(vec![n])]))
+                    .collect(),
+            )
         }
     }
 
     impl DuplexDriver for Holding {
         async fn take(&mut self, _: HandedSend) {}
 
-        async fn next(&mut self, _: bool) -> Option<Frames> {
+        async fn next(&mut self, _: bool) -> Option<Received> {
             self.0.pop_front()
         }
 
-        fn read_queued(&mut self) -> Option<Frames> {
+        fn read_queued(&mut self) -> Option<Received> {
             self.0.pop_front()
         }
 

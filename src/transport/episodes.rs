@@ -3,8 +3,6 @@
 //! expiring, since a peer chooses the keys: an episode with no failure for a quiet spell is
 //! forgotten once room is needed or a spell has passed, and past the most at once, new keys
 //! share one unnamed episode. Pure: plain values and a clock the caller passes.
-//!
-//! Imports: `throttle` (the quiet spell).
 
 use std::{collections::HashMap, hash::Hash, time::Duration};
 

@@ -3,49 +3,148 @@
 //! for them. Everything above this module is the same for all of them, so the in-process mode
 //! decides, refuses and routes exactly as the sockets do.
 //!
-//! A backend meets the contract in [`backend`]; a connection holds it erased
-//! ([`Transport::sockets`]), so nothing above names one.
-//!
-//! Imports: the leaves (`error`, `wire`, `endpoint`, `monitor`, `throttle`), `pattern`,
-//! `routing` and `settings`. Only
-//! the `zeromq` and `libzmq` modules name a client's types.
+//! Each backend meets the contract in [`backend`], which imports nothing above it; this module
+//! declares the backends, picks the default one, and dispatches to the one a connection runs
+//! on ([`dispatch`]), so nothing above it names one.
 
-mod backend;
+pub(crate) mod backend;
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
+mod dispatch;
 mod duplex;
 mod episodes;
 #[cfg(feature = "libzmq")]
 pub(crate) mod libzmq;
-mod reading_end;
-mod requesters;
+mod reading;
+pub(crate) mod reading_end;
+pub(crate) mod requesters;
 mod writer;
 #[cfg(feature = "zeromq")]
 pub(crate) mod zeromq;
 
-pub use backend::{Backend, DefaultBackend, Speaks};
-pub(crate) use backend::{
-    SocketBackend, fault, late_for_its_turn, refused_send, sealed, transport_of,
-};
-pub(crate) use duplex::{Direct, DirectSend, socket_gone};
-pub(crate) use duplex::{Done, DuplexSender, Inbound, Started};
-pub(crate) use reading_end::ReadingEnd;
-pub(crate) use writer::{CLOSE_WAIT, Writer, WriterTask};
+pub(crate) use backend::{BoxTask, CLOSE_WAIT, Done};
+pub(crate) use duplex::{DuplexSender, Inbound, Started};
+pub(crate) use reading::{Probe, ReadInto};
+pub(crate) use reading_end::{ReadingEnd, Received, Release};
+pub(crate) use writer::{Writer, WriterTask};
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 #[cfg(feature = "testing")]
 use ruststream::{Bytes, HeaderMap};
-use tokio::{runtime::Handle, sync::watch, task::JoinHandle, time::Instant};
+use tokio::{runtime::Handle, sync::watch};
 
-use self::backend::{DuplexSocket, Opening, ReadSocket, WriteSocket};
+use self::{
+    backend::{DuplexSocket, ReadSocket, SocketBackend, WriteSocket},
+    dispatch::{AnyOpener, AnyWriteSocket, Opener, each},
+};
 use crate::{
-    error::ZmqError, monitor::ZmqMonitor, pattern::Role, routing::beyond_loopback, wire::Frames,
+    endpoint::{Mechanism, Plain},
+    error::ZmqError,
+    monitor::ZmqMonitor,
+    pattern::Role,
+    settings::Settings,
 };
 
-/// A task a socket runs: a duplex socket's loop.
-pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+/// The socket backend a broker runs on: [`Zeromq`](zeromq::Zeromq), the pure-Rust client
+/// (feature `zeromq`, on by default), or [`Libzmq`](libzmq::Libzmq), the C library (feature
+/// `libzmq`). Each feature adds its backend; a broker runs on the one its type names.
+///
+/// Sealed: a backend meets a contract that is the crate's own.
+pub trait Backend: sealed::Sealed + Send + Sync + 'static {
+    /// What only this backend's brokers set (libzmq: its socket options and CURVE).
+    #[doc(hidden)]
+    type Config: Clone + Default + Send + Sync + 'static;
+
+    /// Where a broker on this backend opens its sockets, made on the current runtime.
+    #[doc(hidden)]
+    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport;
+}
+
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
+#[cfg(feature = "zeromq")]
+impl sealed::Sealed for zeromq::Zeromq {}
+
+#[cfg(feature = "zeromq")]
+impl Backend for zeromq::Zeromq {
+    type Config = ();
+
+    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport {
+        Transport::new(AnyOpener::Zeromq(opener::<Self>(monitor, settings, config)))
+    }
+}
+
+#[cfg(feature = "libzmq")]
+impl sealed::Sealed for libzmq::Libzmq {}
+
+#[cfg(feature = "libzmq")]
+impl Backend for libzmq::Libzmq {
+    type Config = libzmq::Config;
+
+    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport {
+        Transport::new(AnyOpener::Libzmq(opener::<Self>(monitor, settings, config)))
+    }
+}
+
+/// The backend of the brokers at the crate root ([`ZmqQueue`](crate::ZmqQueue) and its
+/// siblings): [`Zeromq`](zeromq::Zeromq) whenever the `zeromq` feature is on, so that turning on
+/// `libzmq` never moves them; [`Libzmq`](libzmq::Libzmq) in a build with only `libzmq`.
+#[cfg(feature = "zeromq")]
+pub type DefaultBackend = zeromq::Zeromq;
+/// The backend of the brokers at the crate root: [`Libzmq`](libzmq::Libzmq), the only one this
+/// build has; with the `zeromq` feature on, it is that one.
+#[cfg(not(feature = "zeromq"))]
+pub type DefaultBackend = libzmq::Libzmq;
+
+/// Backend `Self` speaks mechanism `M`: every backend speaks ZeroMQ's NULL
+/// ([`Plain`](crate::Plain)), only [`Libzmq`](libzmq::Libzmq) speaks CURVE. A broker takes an
+/// endpoint only if its backend speaks the endpoint's mechanism.
+#[diagnostic::on_unimplemented(
+    message = "a broker on `{Self}` takes no endpoint secured by `{M}`",
+    label = "this endpoint's mechanism",
+    note = "CURVE is spoken by the brokers on libzmq only: `ruststream_zmq::libzmq::ZmqQueue` and \
+            its siblings (feature `libzmq`)",
+    note = "a bound CURVE endpoint (`WantsClients`) is taken once it says who may connect: \
+            `.allow_clients(keys)` or `.allow_any_client()`"
+)]
+pub trait Speaks<M: Mechanism>: Backend {
+    /// `config`, with the mechanism the sockets on the endpoint at `address` speak.
+    #[doc(hidden)]
+    fn secured(config: Self::Config, address: &str, mechanism: M) -> Self::Config;
+}
+
+impl<B: Backend> Speaks<Plain> for B {
+    fn secured(config: B::Config, _address: &str, Plain: Plain) -> B::Config {
+        config
+    }
+}
+
+#[cfg(feature = "libzmq")]
+impl Speaks<crate::curve::Curve> for libzmq::Libzmq {
+    fn secured(
+        mut config: Self::Config,
+        address: &str,
+        curve: crate::curve::Curve,
+    ) -> Self::Config {
+        config.secure_endpoint(address, curve);
+        config
+    }
+}
+
+/// Backend `B`'s opener, with the options a broker with `settings` and `config` opens with.
+fn opener<B: SocketBackend>(
+    monitor: ZmqMonitor,
+    settings: &Settings,
+    config: B::Config,
+) -> Opener<B> {
+    Opener {
+        monitor,
+        options: B::options(settings, config),
+    }
+}
 
 /// Where a connection opens its sockets, and the runtime they live on.
 ///
@@ -54,304 +153,35 @@ pub(crate) type BoxTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'st
 /// is made and driven on the runtime the broker connected on.
 #[derive(Clone)]
 pub struct Transport {
-    via: Via,
+    opener: Arc<AnyOpener>,
     runtime: Handle,
 }
 
-#[derive(Clone)]
-enum Via {
-    /// ZeroMQ sockets of one backend.
-    Sockets(Arc<dyn Opens>),
-    /// The in-process bus of the `testing` feature.
-    #[cfg(feature = "testing")]
-    InProcess(bus::Peer),
-}
-
-/// Opens the sockets of one backend, its type erased: what a connection holds.
-trait Opens: Send + Sync {
-    fn bind_reader(
-        &self,
-        role: Role,
-        address: String,
-        topics: Vec<String>,
-    ) -> BoxFuture<'static, Result<(Reader, String), ZmqError>>;
-    fn dial_reader(
-        &self,
-        role: Role,
-        address: String,
-        topics: Vec<String>,
-    ) -> BoxFuture<'static, Result<Reader, ZmqError>>;
-    fn bind_writer(
-        &self,
-        role: Role,
-        address: String,
-    ) -> BoxFuture<'static, Result<(Sending, String), ZmqError>>;
-    fn dial_writer(
-        &self,
-        role: Role,
-        address: String,
-    ) -> BoxFuture<'static, Result<Sending, ZmqError>>;
-    fn duplex(
-        &self,
-        opening: (Role, String, bool),
-        inbound: Inbound,
-        shutdown: watch::Receiver<bool>,
-    ) -> BoxFuture<'static, Result<(Started, Option<String>), ZmqError>>;
-}
-
-/// Backend `B`'s sockets, opened with these options; lost peer connections are counted on the
-/// monitor.
-struct Sockets<B: SocketBackend> {
-    monitor: ZmqMonitor,
-    options: B::Options,
-}
-
-impl<B: SocketBackend> Sockets<B> {
-    /// What to say, as a socket binds, of where it listens ([`say_bound`]).
-    fn bound(&self) -> impl Fn(&str) + Send + 'static {
-        let curve = B::curve(&self.options);
-        move |address| say_bound(address, B::NAME, curve)
-    }
-
-    fn opening(&self, role: Role, address: String) -> Opening<B::Options> {
-        Opening {
-            role,
-            address,
-            monitor: self.monitor.clone(),
-            options: self.options.clone(),
-        }
-    }
-}
-
-/// Says once, as a socket binds, that it listens beyond the loopback: a warning in clear, a
-/// note under CURVE.
-fn say_bound(address: &str, backend: &'static str, curve: bool) {
-    if !beyond_loopback(address) {
-        return;
-    }
-    if curve {
-        tracing::info!(
-            endpoint = %address,
-            backend,
-            curve,
-            "listening beyond the loopback under CURVE: only clients that hold the server's key \
-             (and, with an allow-list, a listed key of their own) get through"
-        );
-    } else {
-        tracing::warn!(
-            endpoint = %address,
-            backend,
-            curve,
-            "listening beyond the loopback in clear: any host that reaches this address can \
-             connect, unauthenticated and unencrypted, and send what it likes; bind 127.0.0.1, or \
-             turn on CURVE with an allow-list on the libzmq backend (docs.rs: ruststream_zmq::guide::security)"
-        );
-    }
-}
-
-impl<B: SocketBackend> Opens for Sockets<B> {
-    fn bind_reader(
-        &self,
-        role: Role,
-        address: String,
-        topics: Vec<String>,
-    ) -> BoxFuture<'static, Result<(Reader, String), ZmqError>> {
-        let at = self.opening(role, address);
-        let say = self.bound();
-        Box::pin(async move {
-            let (reader, bound) = B::Reader::bind(at, topics).await?;
-            say(&bound);
-            Ok((Reader::Sockets(Box::new(reader)), bound))
-        })
-    }
-
-    fn dial_reader(
-        &self,
-        role: Role,
-        address: String,
-        topics: Vec<String>,
-    ) -> BoxFuture<'static, Result<Reader, ZmqError>> {
-        let at = self.opening(role, address);
-        Box::pin(async move {
-            let reader = B::Reader::dial(at, topics).await?;
-            Ok(Reader::Sockets(Box::new(reader)))
-        })
-    }
-
-    fn bind_writer(
-        &self,
-        role: Role,
-        address: String,
-    ) -> BoxFuture<'static, Result<(Sending, String), ZmqError>> {
-        let at = self.opening(role, address);
-        let say = self.bound();
-        Box::pin(async move {
-            let (writer, bound) = B::Writer::bind(at).await?;
-            say(&bound);
-            Ok((Sending::Sockets(Box::new(writer)), bound))
-        })
-    }
-
-    fn dial_writer(
-        &self,
-        role: Role,
-        address: String,
-    ) -> BoxFuture<'static, Result<Sending, ZmqError>> {
-        let at = self.opening(role, address);
-        Box::pin(async move {
-            let writer = B::Writer::dial(at).await?;
-            Ok(Sending::Sockets(Box::new(writer)))
-        })
-    }
-
-    fn duplex(
-        &self,
-        (role, address, binds): (Role, String, bool),
-        inbound: Inbound,
-        shutdown: watch::Receiver<bool>,
-    ) -> BoxFuture<'static, Result<(Started, Option<String>), ZmqError>> {
-        let at = self.opening(role, address);
-        let say = self.bound();
-        Box::pin(async move {
-            let (duplex, bound) = if binds {
-                let (duplex, bound) = B::Duplex::bind(at).await?;
-                say(&bound);
-                (duplex, Some(bound))
-            } else {
-                (B::Duplex::dial(at).await?, None)
-            };
-            let reads_itself = matches!(inbound, Inbound::Channel(..));
-            let started = duplex::run(duplex.drive(reads_itself), inbound, shutdown);
-            Ok((started, bound))
-        })
-    }
-}
-
-/// A receiving socket.
-pub(crate) enum Reader {
-    Sockets(Box<dyn Reads>),
-    #[cfg(feature = "testing")]
-    InProcess(bus::BusReader),
-}
-
-/// A backend's reading socket, its type erased.
-pub(crate) trait Reads: Send {
-    fn recv(&mut self) -> BoxFuture<'_, Frames>;
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
-    fn hand_over(
-        self: Box<Self>,
-        subscriber: tokio::sync::mpsc::Sender<Received>,
-        shutdown: watch::Receiver<bool>,
-    ) -> HandOver<Box<dyn Reads>>;
-}
-
-impl<R: ReadSocket> Reads for R {
-    fn recv(&mut self) -> BoxFuture<'_, Frames> {
-        Box::pin(ReadSocket::recv(self))
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(ReadSocket::close(*self))
-    }
-
-    fn hand_over(
-        self: Box<Self>,
-        subscriber: tokio::sync::mpsc::Sender<Received>,
-        shutdown: watch::Receiver<bool>,
-    ) -> HandOver<Box<dyn Reads>> {
-        match ReadSocket::hand_over(*self, subscriber, shutdown) {
-            HandOver::Handed(reading, task) => HandOver::Handed(reading, task),
-            HandOver::Kept(reader) => HandOver::Kept(Box::new(reader)),
-        }
-    }
-}
-
-/// How handing a reader over to its subscription went.
-pub(crate) enum HandOver<R> {
-    /// The subscription reads the socket through this end; the task keeps its peers and closes
-    /// it.
-    Handed(ReadingEnd, BoxTask),
-    /// The backend keeps the socket to a reader task.
-    Kept(R),
-}
-
-/// A sending socket, owned by its [`Writer`]'s task.
-pub(crate) enum Sending {
-    Sockets(Box<dyn Writes>),
-    #[cfg(feature = "testing")]
-    InProcess(bus::BusWriter),
-}
-
-/// A backend's sending socket, its type erased.
-pub(crate) trait Writes: Send {
-    fn send(&mut self, frames: Frames, deadline: Instant) -> BoxFuture<'_, Result<(), ZmqError>>;
-    fn reach(&mut self) -> BoxFuture<'_, ()>;
-    fn looks(&self) -> bool;
-    fn look(&mut self) -> BoxFuture<'_, ()>;
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
-}
-
-impl<W: WriteSocket> Writes for W {
-    fn send(&mut self, frames: Frames, deadline: Instant) -> BoxFuture<'_, Result<(), ZmqError>> {
-        Box::pin(WriteSocket::send(self, frames, deadline))
-    }
-
-    fn reach(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(WriteSocket::reach(self))
-    }
-
-    fn looks(&self) -> bool {
-        W::LOOKS
-    }
-
-    fn look(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(WriteSocket::look(self))
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(WriteSocket::close(*self))
-    }
-}
-
-/// One message as a socket read it, and what goes with it.
-pub(crate) struct Received {
-    pub(crate) frames: Frames,
-    pub(crate) release: Release,
-}
-
-/// Travels with a message read from the transport until the last handle on it goes. In process
-/// it tells the test harness the delivery is done with (settled, refused, or dropped); on the
-/// sockets it is empty.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Release {
-    #[cfg(feature = "testing")]
-    _consumed: Option<std::sync::Arc<bus::Consumed>>,
-}
-
 impl Transport {
-    /// Sockets of backend `B`, opened with `options`, made on the current runtime.
-    pub(crate) fn sockets<B: SocketBackend>(monitor: ZmqMonitor, options: B::Options) -> Self {
+    /// Sockets of one backend, made on the current runtime.
+    fn new(opener: AnyOpener) -> Self {
         Self {
-            via: Via::Sockets(Arc::new(Sockets::<B> { monitor, options })),
+            opener: Arc::new(opener),
             runtime: Handle::current(),
         }
     }
 
     /// The in-process bus, scoped to the current runtime.
     #[cfg(feature = "testing")]
-    pub(crate) fn in_process() -> Self {
-        Self {
-            via: Via::InProcess(bus::Peer::new()),
-            runtime: Handle::current(),
-        }
+    pub(crate) fn in_process(monitor: ZmqMonitor) -> Self {
+        Self::new(AnyOpener::Bus(Opener {
+            monitor,
+            options: bus::Peer::new(),
+        }))
     }
 
     /// The bus peer, when this transport runs in process.
     #[cfg(feature = "testing")]
     pub(crate) fn peer(&self) -> Option<&bus::Peer> {
-        match &self.via {
-            Via::InProcess(peer) => Some(peer),
-            Via::Sockets(_) => None,
+        match &*self.opener {
+            AnyOpener::Bus(opener) => Some(&opener.options),
+            #[allow(unreachable_patterns, reason = "the sockets' variants are cfg-gated")]
+            _ => None,
         }
     }
 
@@ -371,93 +201,52 @@ impl Transport {
     }
 
     /// Spawns a task on the sockets' runtime.
-    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) -> JoinHandle<()> {
+    pub(crate) fn spawn(
+        &self,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
         self.runtime.spawn(task)
     }
 
-    /// Binds a reader; answers it and the address it really listens on (port 0 resolved).
-    pub(crate) async fn bind_reader(
-        &self,
-        role: Role,
-        address: &str,
-        topics: Vec<String>,
-    ) -> Result<(Reader, String), ZmqError> {
-        match &self.via {
-            Via::Sockets(sockets) => {
-                self.run(sockets.bind_reader(role, address.to_owned(), topics))
-                    .await
-            }
-            #[cfg(feature = "testing")]
-            Via::InProcess(peer) => peer
-                .bind_reader(role, address, topics)
-                .map(|(reader, at)| (Reader::InProcess(reader), at)),
-        }
-    }
-
-    /// A reader dialing `address`; it connects on its first read, and again whenever the peer
+    /// Opens a one-way receiving socket (PULL, SUB subscribed to `topics`), bound or dialing,
+    /// and starts reading it into `into` ([`reading::start`]): answers its reading end where the
+    /// subscription reads it itself, the task to spawn, and the bound address (port 0
+    /// resolved). A dialing socket connects in the background, and again whenever its peer
     /// goes away.
-    pub(crate) async fn dial_reader(
+    pub(crate) async fn open_reader(
         &self,
         role: Role,
         address: &str,
+        binds: bool,
         topics: Vec<String>,
-    ) -> Result<Reader, ZmqError> {
-        match &self.via {
-            Via::Sockets(sockets) => {
-                self.run(sockets.dial_reader(role, address.to_owned(), topics))
-                    .await
-            }
-            #[cfg(feature = "testing")]
-            Via::InProcess(peer) => Ok(Reader::InProcess(peer.dial_reader(role, address, topics))),
-        }
+        into: ReadInto,
+    ) -> Result<(Option<ReadingEnd>, BoxTask, Option<String>), ZmqError> {
+        let address = address.to_owned();
+        each!(AnyOpener, &*self.opener, opener => {
+            let opener = opener.clone();
+            self.run(open_reader(opener, role, address, binds, topics, into)).await
+        })
     }
 
-    /// Binds a writer for peers that dial in; answers it, its task, and the address it listens
-    /// on.
-    pub(crate) async fn bind_writer(
+    /// Opens a sending socket (PUSH, PUB), bound for peers that dial in or dialing `address`,
+    /// and starts its writer's task: answers the writer, its task, and the bound address. A
+    /// dialing socket connects on its first send.
+    pub(crate) async fn open_writer(
         &self,
         role: Role,
         address: &str,
-    ) -> Result<(Writer, WriterTask, String), ZmqError> {
-        let (socket, resolved) = match &self.via {
-            Via::Sockets(sockets) => {
-                self.run(sockets.bind_writer(role, address.to_owned()))
-                    .await
-            }
-            #[cfg(feature = "testing")]
-            Via::InProcess(peer) => peer
-                .bind_writer(role, address)
-                .map(|(writer, at)| (Sending::InProcess(writer), at)),
-        }?;
-        let (writer, task) = self.start_writer(socket, resolved.clone()).await?;
-        Ok((writer, task, resolved))
-    }
-
-    /// A writer dialing `address`, and its task; it connects on its first send.
-    pub(crate) async fn dial_writer(
-        &self,
-        role: Role,
-        address: &str,
-    ) -> Result<(Writer, WriterTask), ZmqError> {
-        let socket = match &self.via {
-            Via::Sockets(sockets) => {
-                self.run(sockets.dial_writer(role, address.to_owned()))
-                    .await?
-            }
-            #[cfg(feature = "testing")]
-            Via::InProcess(peer) => Sending::InProcess(peer.dial_writer(role, address)),
-        };
-        self.start_writer(socket, address.to_owned()).await
-    }
-
-    /// Starts a writer's task over `socket`, on the sockets' runtime.
-    async fn start_writer(
-        &self,
-        socket: Sending,
-        endpoint: String,
-    ) -> Result<(Writer, WriterTask), ZmqError> {
-        self.run(async move { Ok(Writer::start(socket, endpoint)) })
-            .await
+        binds: bool,
+    ) -> Result<(Writer, WriterTask, Option<String>), ZmqError> {
+        let at = address.to_owned();
+        let (socket, bound) = each!(AnyOpener, &*self.opener, opener => {
+            let opener = opener.clone();
+            self.run(open_writer(opener, role, at, binds)).await?
+        });
+        let endpoint = bound.clone().unwrap_or_else(|| address.to_owned());
+        let (writer, task) = self
+            .run(async move { Ok(Writer::start(socket, endpoint)) })
+            .await?;
+        Ok((writer, task, bound))
     }
 
     /// Opens a duplex socket (ROUTER, DEALER), bound or dialing: answers the handle that sends
@@ -472,115 +261,83 @@ impl Transport {
         inbound: Inbound,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Started, Option<String>), ZmqError> {
-        match &self.via {
-            Via::Sockets(sockets) => {
-                let opening = (role, address.to_owned(), binds);
-                self.run(sockets.duplex(opening, inbound, shutdown)).await
-            }
-            #[cfg(feature = "testing")]
-            Via::InProcess(peer) => peer.duplex(role, address, binds, inbound, shutdown),
-        }
+        let address = address.to_owned();
+        each!(AnyOpener, &*self.opener, opener => {
+            let opener = opener.clone();
+            self.run(open_duplex(opener, role, address, binds, inbound, shutdown)).await
+        })
     }
 
     /// Notes a message the broker published, for the test harness's publish log.
     #[cfg(feature = "testing")]
     pub(crate) fn published(&self, destination: &str, headers: &HeaderMap, payload: &Bytes) {
-        if let Via::InProcess(peer) = &self.via {
+        if let Some(peer) = self.peer() {
             peer.record(destination, headers, payload.clone());
         }
     }
 }
 
-impl Reader {
-    /// The next message; a dialing reader also keeps its connection.
-    pub(crate) async fn recv(&mut self) -> Received {
-        match self {
-            Self::Sockets(reader) => Received {
-                frames: reader.recv().await,
-                release: Release::default(),
-            },
-            #[cfg(feature = "testing")]
-            Self::InProcess(reader) => reader.recv().await,
-        }
-    }
-
-    /// Hands the socket over to the subscription where the backend allows (a bound PULL of the
-    /// `zeromq` client): its reading end, and the task that keeps its peers; else the reader
-    /// comes back.
-    pub(crate) fn hand_over(
-        self,
-        subscriber: tokio::sync::mpsc::Sender<Received>,
-        shutdown: watch::Receiver<bool>,
-    ) -> HandOver<Self> {
-        match self {
-            Self::Sockets(reader) => match reader.hand_over(subscriber, shutdown) {
-                HandOver::Handed(reading, task) => HandOver::Handed(reading, task),
-                HandOver::Kept(reader) => HandOver::Kept(Self::Sockets(reader)),
-            },
-            #[cfg(feature = "testing")]
-            in_process @ Self::InProcess(_) => HandOver::Kept(in_process),
-        }
-    }
-
-    /// Closes the socket and all its connections.
-    pub(crate) async fn close(self) {
-        match self {
-            Self::Sockets(reader) => reader.close().await,
-            #[cfg(feature = "testing")]
-            Self::InProcess(reader) => reader.close(),
-        }
-    }
+/// Opens backend `B`'s receiving socket and starts reading it ([`Transport::open_reader`]).
+async fn open_reader<B: SocketBackend>(
+    opener: Opener<B>,
+    role: Role,
+    address: String,
+    binds: bool,
+    topics: Vec<String>,
+    into: ReadInto,
+) -> Result<(Option<ReadingEnd>, BoxTask, Option<String>), ZmqError> {
+    let at = opener.opening(role, address);
+    let (socket, bound) = if binds {
+        let (socket, bound) = B::ReadSocket::bind(at, topics).await?;
+        opener.say_bound(&bound);
+        (socket, Some(bound))
+    } else {
+        (B::ReadSocket::dial(at, topics).await?, None)
+    };
+    let (end, task) = reading::start(socket, into);
+    Ok((end, task, bound))
 }
 
-impl Sending {
-    /// Sends one message, waiting until `deadline` for a peer.
-    async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
-        match self {
-            Self::Sockets(writer) => writer.send(frames, deadline).await,
-            #[cfg(feature = "testing")]
-            Self::InProcess(writer) => writer.send(frames, deadline).await,
-        }
-    }
-
-    /// Waits until the socket has a peer again.
-    async fn reach(&mut self) {
-        match self {
-            Self::Sockets(writer) => writer.reach().await,
-            #[cfg(feature = "testing")]
-            Self::InProcess(writer) => writer.reach().await,
-        }
-    }
-
-    /// Whether the socket learns of lost peers only when asked ([`look`](Self::look)).
-    fn looks(&self) -> bool {
-        match self {
-            Self::Sockets(writer) => writer.looks(),
-            #[cfg(feature = "testing")]
-            Self::InProcess(_) => false,
-        }
-    }
-
-    /// Takes in what the socket's monitor reported since the last look.
-    async fn look(&mut self) {
-        match self {
-            Self::Sockets(writer) => writer.look().await,
-            #[cfg(feature = "testing")]
-            Self::InProcess(_) => {}
-        }
-    }
-
-    /// Closes the socket and all its connections.
-    async fn close(self) {
-        match self {
-            Self::Sockets(writer) => writer.close().await,
-            #[cfg(feature = "testing")]
-            Self::InProcess(writer) => writer.close(),
-        }
-    }
+/// Opens backend `B`'s sending socket ([`Transport::open_writer`]).
+async fn open_writer<B: SocketBackend>(
+    opener: Opener<B>,
+    role: Role,
+    address: String,
+    binds: bool,
+) -> Result<(AnyWriteSocket, Option<String>), ZmqError>
+where
+    AnyWriteSocket: From<B::WriteSocket>,
+{
+    let at = opener.opening(role, address);
+    Ok(if binds {
+        let (socket, bound) = B::WriteSocket::bind(at).await?;
+        opener.say_bound(&bound);
+        (socket.into(), Some(bound))
+    } else {
+        (B::WriteSocket::dial(at).await?.into(), None)
+    })
 }
 
-/// Resolves once the broker's shutdown switch is on, or the broker is gone.
-pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    // The guard `wait_for` answers is not `Send`: drop it here, not across the caller's awaits.
-    let _ = shutdown.wait_for(|down| *down).await;
+/// Opens backend `B`'s duplex socket and starts its task ([`Transport::duplex`]).
+async fn open_duplex<B: SocketBackend>(
+    opener: Opener<B>,
+    role: Role,
+    address: String,
+    binds: bool,
+    inbound: Inbound,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(Started, Option<String>), ZmqError> {
+    let at = opener.opening(role, address);
+    let (socket, bound) = if binds {
+        let (socket, bound) = B::DuplexSocket::bind(at).await?;
+        opener.say_bound(&bound);
+        (socket, Some(bound))
+    } else {
+        (B::DuplexSocket::dial(at).await?, None)
+    };
+    let reads_itself = matches!(inbound, Inbound::Channel(..));
+    Ok((
+        duplex::run(socket.drive(reads_itself), inbound, shutdown),
+        bound,
+    ))
 }

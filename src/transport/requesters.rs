@@ -1,8 +1,6 @@
 //! A ROUTER's requesters that stop reading their answers: an answer to one whose queue is full
 //! is dropped at once (waiting for one requester would hold up every other answer), counted,
 //! and warned of once an episode, until that requester reads again. The same on every backend.
-//!
-//! Imports: its parent `transport` (the episodes), and `error` and `monitor`.
 
 use std::sync::{Mutex, PoisonError};
 

@@ -6,8 +6,6 @@
 //! A destination that fails (no peer took a message in time, or the peer stopped reading) is
 //! failed fast: every send after the first failure fails at once, naming why, until the socket
 //! reaches a peer again, with one warning when that begins ([`Episodes`]).
-//!
-//! Imports: its parent `transport`, and `error` and `wire`.
 
 use std::{
     sync::{
@@ -27,9 +25,9 @@ use tokio::{
 };
 
 use super::{
-    Sending,
+    backend::{CLOSE_WAIT, late_for_its_turn},
+    dispatch::AnyWriteSocket,
     episodes::{Ended, Episodes, Failing},
-    late_for_its_turn,
 };
 use crate::{
     error::{SendFailure, ZmqError},
@@ -43,10 +41,7 @@ const QUEUE: usize = 1_024;
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The socket, shared between the task and a caller that finds it idle; `None` once closed.
-type Socket = Arc<tokio::sync::Mutex<Option<Sending>>>;
-
-/// How long closing waits for a writer's task to close its socket.
-pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
+type Socket = Arc<tokio::sync::Mutex<Option<AnyWriteSocket>>>;
 
 /// What a send fails with once the writer's socket is closed.
 fn gone() -> ZmqError {
@@ -151,7 +146,7 @@ pub(crate) struct WriterTask {
 
 impl Writer {
     /// Starts the task that owns `socket` (sending to `endpoint`) on the current runtime.
-    pub(crate) fn start(socket: Sending, endpoint: String) -> (Self, WriterTask) {
+    pub(crate) fn start(socket: AnyWriteSocket, endpoint: String) -> (Self, WriterTask) {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let (stop, stopped) = oneshot::channel();
         let shared = Arc::new(Shared {
@@ -279,7 +274,7 @@ impl WriterTask {
 
 /// Sends one message on the socket, waiting until `deadline` for a peer, and notes the outcome.
 async fn send_on(
-    socket: &mut Option<Sending>,
+    socket: &mut Option<AnyWriteSocket>,
     frames: Frames,
     deadline: Instant,
     shared: &Shared,
@@ -299,7 +294,7 @@ async fn send_on(
 /// not one a message. At most a queue's worth, so that a stop is seen between holds however fast
 /// callers queue.
 async fn send_queued(
-    held: &mut Option<Sending>,
+    held: &mut Option<AnyWriteSocket>,
     mut job: Job,
     jobs: &mut mpsc::Receiver<Job>,
     shared: &Shared,
@@ -329,7 +324,11 @@ async fn run(
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let looks = socket.lock().await.as_ref().is_some_and(Sending::looks);
+    let looks = socket
+        .lock()
+        .await
+        .as_ref()
+        .is_some_and(AnyWriteSocket::looks);
     loop {
         if shared.failing.load(Ordering::Acquire) {
             let mut held = Arc::clone(&socket).lock_owned().await;

@@ -4,8 +4,6 @@
 //! every malformed or oversized message with a [`Refusal`] naming the rule it broke. The header
 //! limits are checked before any header map is built, because the framework's map scans on every
 //! insert and a frame of many lines would otherwise cost its square.
-//!
-//! Imports: `error` only (a leaf).
 
 use std::fmt;
 

@@ -1,7 +1,5 @@
 //! Request-reply on the wire: the headers a responder stamps and reads, the reply address that
 //! names a requester (`zmq-reply:<hex of its identity>`), and an answer's frames.
-//!
-//! Imports: its parent `wire`, and `error`.
 
 use ruststream::{Bytes, HeaderMap, Str};
 

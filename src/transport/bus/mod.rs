@@ -4,303 +4,53 @@
 //! The bus plays ZeroMQ's part and nothing more: endpoints are addresses in a table scoped to
 //! the runtime the brokers connected on, a bound address is taken until its socket closes, a
 //! socket reaches only sockets on the other side of an endpoint (a binder reaches dialers and
-//! back), PUSH picks one reader in turn and waits for one when none is there, PUB hands each matching SUB a copy and drops what a full
-//! one cannot take, ROUTER answers at the identity a request carried. Everything above the
+//! back), PUSH picks one reader in turn and waits for one when none is there, PUB hands each
+//! matching SUB a copy and drops what a full one cannot take, ROUTER answers at the identity a request carried. Everything above the
 //! sockets (the wire format, the limits, the routing of copies, the refusals) is the production
 //! code, so the in-process mode refuses what the sockets refuse.
 //!
-//! Imports: its parent `transport`, and `error`, `pattern` and `wire`.
+//! It is a backend like the others ([`Bus`]): its ROUTER and DEALER run the same task
+//! (`transport::duplex::run`), its readers the same pump.
+
+mod table;
 
 use std::{
-    collections::{HashMap, VecDeque},
-    sync::{
-        Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Duration,
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock, PoisonError, atomic::Ordering},
 };
 
 use ruststream::{Bytes, HeaderMap, OutgoingMessage, RawMessage, testing::Coordinator};
-use tokio::{
-    sync::{Notify, mpsc, watch},
-    time::{Instant, timeout_at},
-};
+use tokio::{sync::mpsc, time::Instant};
 
-use super::{DuplexSender, Inbound, Received, Release, Started, stopped};
+use self::table::{Attachment, BACKLOG, BUS, Delivery, INJECTED, QUEUE, Sender, Table};
+use super::{
+    backend::{
+        Driving, DuplexDriver, DuplexSocket, HandedSend, Opening, ReadSocket, SocketBackend,
+        WriteSocket,
+    },
+    reading_end::{Received, Release},
+};
 use crate::{
-    error::{SendFailure, ZmqError},
+    error::ZmqError,
     pattern::{PatternFacts, Role},
+    settings::Settings,
     wire::{self, Frames},
 };
 
-/// How many messages wait for a reader on one socket, as the client's per-peer queue holds.
-const QUEUE: usize = 4_096;
-/// How many messages an endpoint keeps for a reader that has not attached yet.
-const BACKLOG: usize = 1_000;
-/// The identities of the peers `inject` stands for; an answer to one is taken and logged.
-const INJECTED: &[u8] = b"\0injected-";
+/// The in-process bus as a backend: its options are the connection's door to it.
+pub(crate) struct Bus;
 
-static BUS: LazyLock<Bus> = LazyLock::new(Bus::default);
+impl SocketBackend for Bus {
+    const NAME: &'static str = "in-process";
+    const NETWORK: bool = false;
+    type Config = ();
+    type Options = Peer;
+    type ReadSocket = BusReader;
+    type WriteSocket = BusWriter;
+    type DuplexSocket = BusDuplex;
 
-#[derive(Default)]
-struct Bus {
-    points: Mutex<HashMap<String, Point>>,
-    changed: Notify,
-    ids: AtomicU64,
-}
-
-/// One endpoint: who bound it, who is attached, what waits for a reader.
-#[derive(Default)]
-struct Point {
-    bound: bool,
-    attached: Vec<Attachment>,
-    /// Messages `inject` sent before a reader attached: (sent by the binding side, frames).
-    waiting: VecDeque<(Sender, Frames)>,
-    cursor: usize,
-}
-
-struct Attachment {
-    id: u64,
-    role: Role,
-    binds: bool,
-    topics: Vec<Vec<u8>>,
-    identity: Bytes,
-    /// Where it reads; `None` for a socket that only sends.
-    tx: Option<mpsc::Sender<Frames>>,
-    coordinator: Arc<OnceLock<Coordinator>>,
-}
-
-/// Who sends: a socket's role, side and identity.
-#[derive(Clone)]
-struct Sender {
-    role: Role,
-    binds: bool,
-    identity: Bytes,
-}
-
-enum Delivery {
-    Done,
-    NoPeer,
-    UnknownPeer,
-    Full(mpsc::Sender<Frames>, Frames, Arc<OnceLock<Coordinator>>),
-}
-
-/// The socket that reads what `role` sends, if any.
-fn read_by(role: Role) -> Option<Role> {
-    match role {
-        Role::Push => Some(Role::Pull),
-        Role::Pub => Some(Role::Sub),
-        Role::Dealer => Some(Role::Router),
-        Role::Router => Some(Role::Dealer),
-        Role::Pull | Role::Sub => None,
-    }
-}
-
-fn enqueued(coordinator: &OnceLock<Coordinator>) {
-    if let Some(coordinator) = coordinator.get() {
-        coordinator.enqueued();
-    }
-}
-
-impl Bus {
-    fn points(&self) -> MutexGuard<'_, HashMap<String, Point>> {
-        self.points.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Port 0 resolves to a port of the bus's own; other addresses stay as given.
-    fn resolve(&self, address: &str) -> String {
-        match address.strip_suffix(":0") {
-            Some(host) if address.starts_with("tcp://") => {
-                format!(
-                    "{host}:{}",
-                    20_000 + self.ids.fetch_add(1, Ordering::Relaxed) % 40_000
-                )
-            }
-            _ => address.to_owned(),
-        }
-    }
-
-    fn attach(&self, address: &str, attachment: Attachment) -> Result<(), ZmqError> {
-        let mut points = self.points();
-        let point = points.entry(address.to_owned()).or_default();
-        if attachment.binds {
-            if point.bound {
-                return Err(ZmqError::Bind {
-                    endpoint: plain(address).to_owned(),
-                    source: "the address is in use (in process)".into(),
-                });
-            }
-            point.bound = true;
-        }
-        let role = attachment.role;
-        let binds = attachment.binds;
-        point.attached.push(attachment);
-        // A reader that attaches takes what `inject` left waiting for it.
-        if matches!(role, Role::Pull | Role::Router) {
-            let waiting: Vec<_> = point.waiting.drain(..).collect();
-            for (sender, frames) in waiting {
-                let taken = sender.binds != binds
-                    && matches!(
-                        Self::deliver(point, &sender, frames.clone()),
-                        Delivery::Done
-                    );
-                if !taken {
-                    point.waiting.push_back((sender, frames));
-                }
-            }
-        }
-        drop(points);
-        self.changed.notify_waiters();
-        Ok(())
-    }
-
-    fn detach(&self, address: &str, id: u64) {
-        let mut points = self.points();
-        if let Some(point) = points.get_mut(address) {
-            if let Some(at) = point.attached.iter().position(|a| a.id == id) {
-                let gone = point.attached.remove(at);
-                if gone.binds {
-                    point.bound = false;
-                }
-            }
-            if point.attached.is_empty() && point.waiting.is_empty() {
-                points.remove(address);
-            }
-        }
-        drop(points);
-        self.changed.notify_waiters();
-    }
-
-    /// Hands `frames` from `sender` to the readers on the other side of `point`.
-    fn deliver(point: &mut Point, sender: &Sender, mut frames: Frames) -> Delivery {
-        let Some(reader) = read_by(sender.role) else {
-            return Delivery::NoPeer;
-        };
-        let opposite =
-            |a: &Attachment| a.role == reader && a.binds != sender.binds && a.tx.is_some();
-        match sender.role {
-            Role::Pub => {
-                let name = frames.first().cloned().unwrap_or_default();
-                for attachment in point.attached.iter().filter(|a| opposite(a)) {
-                    if attachment
-                        .topics
-                        .iter()
-                        .any(|topic| name.starts_with(topic))
-                        && let Some(tx) = &attachment.tx
-                        && tx.try_send(frames.clone()).is_ok()
-                    {
-                        enqueued(&attachment.coordinator);
-                    }
-                }
-                Delivery::Done
-            }
-            Role::Router => {
-                let identity = if frames.is_empty() {
-                    Bytes::new()
-                } else {
-                    frames.remove(0)
-                };
-                if identity.starts_with(INJECTED) {
-                    return Delivery::Done;
-                }
-                match point
-                    .attached
-                    .iter()
-                    .find(|a| opposite(a) && a.identity == identity)
-                {
-                    Some(attachment) => Self::hand(attachment, frames),
-                    None => Delivery::UnknownPeer,
-                }
-            }
-            _ => {
-                let candidates: Vec<usize> = (0..point.attached.len())
-                    .filter(|&i| opposite(&point.attached[i]))
-                    .collect();
-                if candidates.is_empty() {
-                    return Delivery::NoPeer;
-                }
-                let chosen = candidates[point.cursor % candidates.len()];
-                point.cursor = point.cursor.wrapping_add(1);
-                if sender.role == Role::Dealer {
-                    frames.insert(0, sender.identity.clone());
-                }
-                Self::hand(&point.attached[chosen], frames)
-            }
-        }
-    }
-
-    fn hand(attachment: &Attachment, frames: Frames) -> Delivery {
-        let Some(tx) = &attachment.tx else {
-            return Delivery::NoPeer;
-        };
-        match tx.try_send(frames) {
-            Ok(()) => {
-                enqueued(&attachment.coordinator);
-                Delivery::Done
-            }
-            Err(mpsc::error::TrySendError::Full(frames)) => {
-                Delivery::Full(tx.clone(), frames, Arc::clone(&attachment.coordinator))
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => Delivery::NoPeer,
-        }
-    }
-
-    /// Sends as a socket does: waits until `deadline` for a peer, and for room at a full one.
-    async fn send(
-        &self,
-        address: &str,
-        sender: &Sender,
-        frames: Frames,
-        deadline: Instant,
-    ) -> Result<(), ZmqError> {
-        let patience = deadline.saturating_duration_since(Instant::now());
-        loop {
-            let changed = self.changed.notified();
-            let delivery = {
-                let mut points = self.points();
-                match points.get_mut(address) {
-                    Some(point) => Self::deliver(point, sender, frames.clone()),
-                    None if sender.role == Role::Pub => Delivery::Done,
-                    None => Delivery::NoPeer,
-                }
-            };
-            match delivery {
-                Delivery::Done => return Ok(()),
-                Delivery::Full(tx, frames, coordinator) => {
-                    return match timeout_at(deadline, tx.send(frames)).await {
-                        Ok(Ok(())) => {
-                            enqueued(&coordinator);
-                            Ok(())
-                        }
-                        _ => Err(no_peer(address, patience)),
-                    };
-                }
-                Delivery::UnknownPeer => {
-                    return Err(ZmqError::UnknownPeer {
-                        endpoint: plain(address).to_owned(),
-                    });
-                }
-                Delivery::NoPeer => {
-                    if timeout_at(deadline, changed).await.is_err() {
-                        return Err(no_peer(address, patience));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The address a bus key stands for, for errors and logs.
-fn plain(key: &str) -> &str {
-    key.split_once('|').map_or(key, |(_, address)| address)
-}
-
-fn no_peer(address: &str, patience: Duration) -> ZmqError {
-    ZmqError::Send {
-        endpoint: plain(address).to_owned(),
-        source: SendFailure::NoPeer(format!(
-            "no peer took the message within {patience:?} (in process)"
-        )),
+    fn options(_: &Settings, (): ()) -> Peer {
+        Peer::new()
     }
 }
 
@@ -331,7 +81,7 @@ impl Drop for Consumed {
 
 impl Peer {
     /// A peer on the bus scope of the current runtime.
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             scope: tokio::runtime::Handle::current().id().to_string(),
             coordinator: Arc::default(),
@@ -341,7 +91,7 @@ impl Peer {
     }
 
     /// Notes a message the broker published.
-    pub(super) fn record(&self, destination: &str, headers: &HeaderMap, payload: Bytes) {
+    pub(crate) fn record(&self, destination: &str, headers: &HeaderMap, payload: Bytes) {
         self.log
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -426,23 +176,6 @@ impl Peer {
         ))
     }
 
-    pub(crate) fn bind_reader(
-        &self,
-        role: Role,
-        address: &str,
-        topics: Vec<String>,
-    ) -> Result<(BusReader, String), ZmqError> {
-        self.open_reader(role, address, true, topics)
-    }
-
-    pub(crate) fn dial_reader(&self, role: Role, address: &str, topics: Vec<String>) -> BusReader {
-        // A dialing socket never finds its address taken.
-        match self.open_reader(role, address, false, topics) {
-            Ok((reader, _)) => reader,
-            Err(_) => unreachable!("dialing does not take an address"),
-        }
-    }
-
     fn open_writer(
         &self,
         role: Role,
@@ -471,84 +204,6 @@ impl Peer {
             },
             address,
         ))
-    }
-
-    pub(crate) fn bind_writer(
-        &self,
-        role: Role,
-        address: &str,
-    ) -> Result<(BusWriter, String), ZmqError> {
-        self.open_writer(role, address, true)
-    }
-
-    pub(crate) fn dial_writer(&self, role: Role, address: &str) -> BusWriter {
-        match self.open_writer(role, address, false) {
-            Ok((writer, _)) => writer,
-            Err(_) => unreachable!("dialing does not take an address"),
-        }
-    }
-
-    /// A ROUTER or DEALER on the bus, run by a task like the socket's.
-    pub(crate) fn duplex(
-        &self,
-        role: Role,
-        address: &str,
-        binds: bool,
-        inbound: Inbound,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> Result<(Started, Option<String>), ZmqError> {
-        let (mut reader, resolved) = self.open_reader(role, address, binds, Vec::new())?;
-        let sender = {
-            let points = BUS.points();
-            let identity = points
-                .get(&self.key(&resolved))
-                .and_then(|point| point.attached.iter().find(|a| a.id == reader.id))
-                .map(|a| a.identity.clone())
-                .unwrap_or_default();
-            Sender {
-                role,
-                binds,
-                identity,
-            }
-        };
-        let (handle, mut outbox) = DuplexSender::channel(&resolved);
-        let address = self.key(&resolved);
-        let task = async move {
-            loop {
-                tokio::select! {
-                    () = stopped(&mut shutdown) => break,
-                    Some((frames, deadline, done)) = outbox.recv() => {
-                        done.settle(BUS.send(&address, &sender, frames, deadline).await);
-                    }
-                    received = reader.recv() => {
-                        let delivered = match inbound.offer(received) {
-                            Ok(None) => Ok(()),
-                            Ok(Some(waits)) => match inbound.room().await {
-                                Ok(permit) => {
-                                    inbound.hand(permit, waits);
-                                    Ok(())
-                                }
-                                Err(closed) => {
-                                    inbound.lost(waits);
-                                    Err(closed)
-                                }
-                            },
-                            Err(closed) => Err(closed),
-                        };
-                        if delivered.is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            reader.close();
-        };
-        let started = Started {
-            sender: handle,
-            task: Box::pin(task),
-            reader: None,
-        };
-        Ok((started, binds.then_some(resolved)))
     }
 
     /// A message from the peer at the other end of a broker's endpoint (pattern `facts`,
@@ -584,7 +239,7 @@ impl Peer {
         };
         let mut points = BUS.points();
         let point = points.entry(self.key(&address)).or_default();
-        match Bus::deliver(point, &sender, frames.clone()) {
+        match Table::deliver(point, &sender, frames.clone()) {
             Delivery::Done => {}
             Delivery::Full(..) | Delivery::UnknownPeer => {
                 tracing::warn!(
@@ -613,24 +268,43 @@ pub(crate) struct BusReader {
 }
 
 impl BusReader {
-    pub(crate) async fn recv(&mut self) -> Received {
+    /// The next message, with the guard that tells the harness when it is done with.
+    async fn next(&mut self) -> Received {
         let Some(frames) = self.rx.recv().await else {
             return std::future::pending().await;
         };
-        let consumed = self
-            .coordinator
-            .get()
-            .map(|coordinator| Arc::new(Consumed(coordinator.clone())));
-        Received {
-            frames,
-            release: Release {
-                _consumed: consumed,
-            },
-        }
+        let release = match self.coordinator.get() {
+            Some(coordinator) => Release::guarded(Arc::new(Consumed(coordinator.clone()))),
+            None => Release::default(),
+        };
+        Received { frames, release }
     }
 
-    pub(crate) fn close(self) {
+    fn detach(&self) {
         BUS.detach(&self.address, self.id);
+    }
+}
+
+impl ReadSocket for BusReader {
+    type Options = Peer;
+
+    async fn bind(at: Opening<Peer>, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
+        at.options.open_reader(at.role, &at.address, true, topics)
+    }
+
+    async fn dial(at: Opening<Peer>, topics: Vec<String>) -> Result<Self, ZmqError> {
+        let (reader, _) = at
+            .options
+            .open_reader(at.role, &at.address, false, topics)?;
+        Ok(reader)
+    }
+
+    async fn recv(&mut self) -> Received {
+        self.next().await
+    }
+
+    async fn close(self) {
+        self.detach();
     }
 }
 
@@ -641,18 +315,104 @@ pub(crate) struct BusWriter {
     sender: Sender,
 }
 
-impl BusWriter {
-    pub(crate) async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
+impl WriteSocket for BusWriter {
+    type Options = Peer;
+
+    async fn bind(at: Opening<Peer>) -> Result<(Self, String), ZmqError> {
+        at.options.open_writer(at.role, &at.address, true)
+    }
+
+    async fn dial(at: Opening<Peer>) -> Result<Self, ZmqError> {
+        let (writer, _) = at.options.open_writer(at.role, &at.address, false)?;
+        Ok(writer)
+    }
+
+    async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {
         BUS.send(&self.address, &self.sender, frames, deadline)
             .await
     }
 
     /// Waits until the bus changes (a socket attaches or leaves), when a peer may be there.
-    pub(crate) async fn reach(&mut self) {
+    async fn reach(&mut self) {
         BUS.changed.notified().await;
     }
 
-    pub(crate) fn close(self) {
+    async fn close(self) {
         BUS.detach(&self.address, self.id);
+    }
+}
+
+/// A ROUTER or DEALER on the bus: a reader, and the identity it sends as.
+pub(crate) struct BusDuplex {
+    reader: BusReader,
+    sender: Sender,
+    /// The address as bound or dialed, as errors name it.
+    endpoint: String,
+}
+
+impl BusDuplex {
+    fn open(at: Opening<Peer>, binds: bool) -> Result<(Self, String), ZmqError> {
+        let peer = at.options;
+        let (reader, resolved) = peer.open_reader(at.role, &at.address, binds, Vec::new())?;
+        let identity = BUS
+            .points()
+            .get(&reader.address)
+            .and_then(|point| point.attached.iter().find(|a| a.id == reader.id))
+            .map(|a| a.identity.clone())
+            .unwrap_or_default();
+        let sender = Sender {
+            role: at.role,
+            binds,
+            identity,
+        };
+        let duplex = Self {
+            reader,
+            sender,
+            endpoint: resolved.clone(),
+        };
+        Ok((duplex, resolved))
+    }
+}
+
+impl DuplexSocket for BusDuplex {
+    type Options = Peer;
+    type Driver = Self;
+
+    async fn bind(at: Opening<Peer>) -> Result<(Self, String), ZmqError> {
+        Self::open(at, true)
+    }
+
+    async fn dial(at: Opening<Peer>) -> Result<Self, ZmqError> {
+        Self::open(at, false).map(|(duplex, _)| duplex)
+    }
+
+    fn drive(self, _reads_itself: bool) -> Driving<Self> {
+        Driving {
+            endpoint: self.endpoint.clone(),
+            driver: self,
+            direct: None,
+            reader: None,
+        }
+    }
+}
+
+impl DuplexDriver for BusDuplex {
+    /// Sends as a socket does: waits for a peer, and for room at a full one, by the deadline.
+    async fn take(&mut self, (frames, deadline, done): HandedSend) {
+        done.settle(
+            BUS.send(&self.reader.address, &self.sender, frames, deadline)
+                .await,
+        );
+    }
+
+    async fn next(&mut self, read: bool) -> Option<Received> {
+        if !read {
+            return std::future::pending().await;
+        }
+        Some(self.reader.next().await)
+    }
+
+    async fn close(self) {
+        self.reader.detach();
     }
 }

@@ -25,7 +25,7 @@ use tokio::{
     sync::Notify,
 };
 
-use crate::{error::SocketFault, transport::fault, wire::Frames};
+use crate::{error::SocketFault, transport::backend::fault, wire::Frames};
 
 /// What the driving task and the senders share: the socket, taken out when the driving task
 /// lets go of it, what that task waits for, and its nudge.

@@ -1,7 +1,5 @@
 //! libzmq's ROUTER and DEALER, driven by a task of their own and sent through from the tasks
 //! that send: a ROUTER never waits for one requester, a DEALER's request waits for room.
-//!
-//! Imports: its parent `libzmq`, and `error`, `monitor`, `pattern` and `wire`.
 
 use std::sync::Arc;
 
@@ -13,12 +11,12 @@ use crate::{
     error::ZmqError,
     pattern::Role,
     transport::{
-        Direct, DirectSend,
-        backend::{Driving, DuplexDriver, DuplexSocket, Opening},
-        duplex::HandedSend,
-        late_for_its_turn,
+        backend::{
+            Direct, DirectSend, Driving, DuplexDriver, DuplexSocket, HandedSend, Opening,
+            late_for_its_turn, socket_gone,
+        },
+        reading_end::Received,
         requesters::Requesters,
-        socket_gone,
     },
     wire::Frames,
 };
@@ -83,7 +81,7 @@ impl DuplexDriver for LibzmqDuplexDriver {
         self.waiting = self.socket.offer(send);
     }
 
-    async fn next(&mut self, read: bool) -> Option<Frames> {
+    async fn next(&mut self, read: bool) -> Option<Received> {
         let mut wanted = zmq::PollEvents::empty();
         if read {
             wanted |= zmq::POLLIN;
@@ -118,9 +116,9 @@ impl DuplexDriver for LibzmqDuplexDriver {
         }
     }
 
-    fn read_queued(&mut self) -> Option<Frames> {
+    fn read_queued(&mut self) -> Option<Received> {
         match self.socket.driven.try_recv() {
-            Ok(frames) => frames,
+            Ok(frames) => frames.map(Received::new),
             Err(err) => {
                 let socket = &self.socket;
                 tracing::debug!(endpoint = %socket.address, socket = socket.role.name(), error = %err, "a read failed");

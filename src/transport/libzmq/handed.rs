@@ -16,7 +16,10 @@ use futures::task::AtomicWaker;
 use tokio::sync::{mpsc, watch};
 
 use super::{Driven, Socket};
-use crate::transport::{BoxTask, ReadingEnd, Received, Release, stopped};
+use crate::transport::{
+    backend::{BoxTask, stopped},
+    reading_end::{ReadingEnd, Received},
+};
 
 /// The socket, shared by its reading end and the task that closes it; `None` once closed.
 struct Slot {
@@ -60,10 +63,7 @@ pub(super) fn hand_over(
         match driven.poll_recv(cx) {
             Poll::Ready(Ok(frames)) => {
                 budget.made_progress();
-                Poll::Ready(Some(Received {
-                    frames,
-                    release: Release::default(),
-                }))
+                Poll::Ready(Some(Received::new(frames)))
             }
             Poll::Ready(Err(zmq::Error::ETERM)) => Poll::Ready(None),
             Poll::Ready(Err(err)) => {

@@ -12,9 +12,6 @@
 //! - [`watcher`]: who a socket is connected to, from its monitor, read by a thread of its own;
 //! - [`security`]: the CURVE keys of each socket, as its endpoint, its broker's destinations and
 //!   this process's own listeners say; [`zap`]: who may connect.
-//!
-//! Imports: its parent `transport`, and `curve`, `endpoint`, `error`, `monitor`, `pattern`,
-//! `routing`, `throttle` and `wire`.
 
 mod driven;
 mod duplex;
@@ -41,9 +38,10 @@ use self::{
     watcher::Watched,
 };
 use super::{
-    Backend, HandOver, Received, SocketBackend, Transport,
-    backend::{Opening, ReadSocket, WriteSocket},
-    fault, refused_send, sealed, transport_of,
+    backend::{
+        CLOSE_WAIT, HandOver, Opening, ReadSocket, SocketBackend, WriteSocket, fault, refused_send,
+    },
+    reading_end::Received,
 };
 use crate::{
     endpoint::bind_form,
@@ -60,22 +58,13 @@ use crate::{
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Libzmq;
 
-impl sealed::Sealed for Libzmq {}
-
-impl Backend for Libzmq {
-    type Config = Config;
-
-    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Config) -> Transport {
-        transport_of::<Self>(monitor, settings, config)
-    }
-}
-
 impl SocketBackend for Libzmq {
     const NAME: &'static str = "libzmq";
+    type Config = Config;
     type Options = Options;
-    type Reader = LibzmqReader;
-    type Writer = LibzmqWriter;
-    type Duplex = LibzmqDuplex;
+    type ReadSocket = LibzmqReader;
+    type WriteSocket = LibzmqWriter;
+    type DuplexSocket = LibzmqDuplex;
 
     fn options(settings: &Settings, config: Config) -> Options {
         Options {
@@ -162,7 +151,7 @@ const RECONNECT: Duration = Duration::from_millis(100);
 const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 
 /// How long a closed sending socket keeps trying to deliver what it already took.
-const LINGER: Duration = super::CLOSE_WAIT;
+const LINGER: Duration = CLOSE_WAIT;
 
 /// Runs a blocking libzmq call until it ends with anything but `EINTR`. A signal the process
 /// handles (tokio installs handlers for child processes and for shutdown) interrupts a blocking
@@ -440,10 +429,10 @@ impl Socket {
     }
 
     /// The next message.
-    async fn recv(&mut self) -> Frames {
+    async fn recv(&mut self) -> Received {
         loop {
             match self.driven.try_recv() {
-                Ok(Some(frames)) => return frames,
+                Ok(Some(frames)) => return Received::new(frames),
                 Ok(None) => {}
                 Err(err) => {
                     tracing::debug!(endpoint = %self.address, socket = self.role.name(), error = %err, "a read failed");
@@ -470,7 +459,7 @@ impl ReadSocket for LibzmqReader {
         Socket::dial(at, &topics).map(Self)
     }
 
-    async fn recv(&mut self) -> Frames {
+    async fn recv(&mut self) -> Received {
         self.0.recv().await
     }
 

@@ -16,22 +16,19 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use super::{Config, Libzmq, zap};
+use super::{Config, zap};
 use crate::{
     curve::{ClientKeys, Clients, Curve, CurveKeyPair, CurvePublicKey, Security},
     error::ZmqError,
     routing::{LocalHost, reaches},
-    transport::Speaks,
 };
 
-impl Speaks<Curve> for Libzmq {
-    fn secured(mut config: Config, address: &str, Curve(security): Curve) -> Config {
-        config.keys.endpoint = Some((address.to_owned(), security));
-        config
-    }
-}
-
 impl Config {
+    /// The endpoint at `address` speaks CURVE with `security`.
+    pub(crate) fn secure_endpoint(&mut self, address: &str, Curve(security): Curve) {
+        self.keys.endpoint = Some((address.to_owned(), security));
+    }
+
     /// The keys the broker's sockets dial `address` with: a dialing endpoint's CURVE.
     pub(crate) fn destination(&mut self, address: &str, Curve(security): Curve) {
         // A dialing endpoint's CURVE is a client's: nothing else reaches here.
@@ -262,7 +259,8 @@ mod tests {
             CurveKeyPair::generate().unwrap().public(),
             CurveKeyPair::generate().unwrap().public(),
         );
-        let mut config = Libzmq::secured(Config::default(), "tcp://10.0.0.1:5550", client_of(vent));
+        let mut config = Config::default();
+        config.secure_endpoint("tcp://10.0.0.1:5550", client_of(vent));
         let to_sink = client_of(sink);
         let sink_client = match &to_sink.0 {
             Security::Client(client) => client.keys.public(),
@@ -296,8 +294,8 @@ mod tests {
             clients: Clients::Any,
         };
         let listening = listening(&serving, "tcp://0.0.0.0:47123");
-        let dialing = Libzmq::secured(
-            Config::default(),
+        let mut dialing = Config::default();
+        dialing.secure_endpoint(
             "tcp://10.0.0.1:5550",
             client_of(CurveKeyPair::generate().unwrap().public()),
         );

@@ -5,8 +5,6 @@
 //! peer that claims the next id in advance makes the next anonymous peer's arrival fail an
 //! assertion that aborts the process (`router.cpp`, libzmq 4.3). Seeded from the operating
 //! system's randomness, the counter's start is one guess in four billion.
-//!
-//! Imports: none.
 
 use std::hash::{BuildHasher, RandomState};
 

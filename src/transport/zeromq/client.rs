@@ -1,6 +1,4 @@
 //! The `zeromq` client's socket kinds, what the supervisor asks of each, and how each closes.
-//!
-//! Imports: its parent `zeromq`, and `pattern`.
 
 use std::{
     sync::{Arc, Weak},

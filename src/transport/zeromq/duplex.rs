@@ -1,7 +1,5 @@
 //! The `zeromq` client's ROUTER and DEALER, driven by a task of their own: the driver, the split
 //! halves that let answers and requests leave from the tasks that send them, and those sends.
-//!
-//! Imports: its parent `zeromq`, and `error`, `pattern` and `wire`.
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -22,11 +20,12 @@ use crate::{
     error::ZmqError,
     pattern::Role,
     transport::{
-        Direct, DirectSend,
-        backend::{Driving, DuplexDriver, DuplexSocket, Opening},
-        duplex::HandedSend,
+        backend::{
+            Direct, DirectSend, Driving, DuplexDriver, DuplexSocket, HandedSend, Opening,
+            socket_gone,
+        },
+        reading_end::Received,
         requesters::Requesters,
-        socket_gone,
     },
     wire::Frames,
 };
@@ -119,12 +118,12 @@ impl DuplexDriver for ZeromqDuplexDriver {
         done.settle(self.this.send(frames, deadline).await);
     }
 
-    async fn next(&mut self, read: bool) -> Option<Frames> {
+    async fn next(&mut self, read: bool) -> Option<Received> {
         let this = &mut self.this;
         tokio::select! {
             biased;
             received = read_duplex(&mut this.socket, self.split.as_mut()), if read => match received {
-                Ok(message) => return Some(message.into_vec()),
+                Ok(message) => return Some(Received::new(message.into_vec())),
                 Err(err) => {
                     tracing::debug!(endpoint = %this.address, socket = this.role.name(), error = %err, "a peer's connection failed");
                     if !this.binds {

@@ -8,8 +8,7 @@
 //!
 //! Its children: `client` (the client's socket kinds and how each closes), `supervised` (the
 //! reconnect and deadline-send state machine) and `duplex` (the ROUTER and DEALER task, its
-//! split halves and direct sends). Imports: its parent `transport`, and `endpoint`, `error`,
-//! `monitor`, `pattern`, `settings` and `wire`.
+//! split halves and direct sends).
 
 mod client;
 mod duplex;
@@ -30,11 +29,10 @@ use self::{
     supervised::Supervised,
 };
 use super::{
-    Backend, HandOver, ReadingEnd, Received, Release, SocketBackend, Transport,
-    backend::{Opening, ReadSocket, WriteSocket},
-    refused_send, sealed, stopped, transport_of,
+    backend::{HandOver, Opening, ReadSocket, SocketBackend, WriteSocket, refused_send, stopped},
+    reading_end::{ReadingEnd, Received},
 };
-use crate::{error::ZmqError, monitor::ZmqMonitor, settings::Settings, wire::Frames};
+use crate::{error::ZmqError, settings::Settings, wire::Frames};
 
 /// The pure-Rust `zeromq` client (feature `zeromq`, on by default): nothing to install, and
 /// every peer of the same ZMTP 3 wire. Its limits are the client's own: no heartbeats, no
@@ -42,23 +40,14 @@ use crate::{error::ZmqError, monitor::ZmqMonitor, settings::Settings, wire::Fram
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Zeromq;
 
-impl sealed::Sealed for Zeromq {}
-
-impl Backend for Zeromq {
-    type Config = ();
-
-    fn transport(monitor: ZmqMonitor, settings: &Settings, config: ()) -> Transport {
-        transport_of::<Self>(monitor, settings, config)
-    }
-}
-
 impl SocketBackend for Zeromq {
     const NAME: &'static str = "zeromq";
+    type Config = ();
     // The client fixes its own queues and limits: nothing to pass.
     type Options = ();
-    type Reader = ZeromqReader;
-    type Writer = ZeromqWriter;
-    type Duplex = ZeromqDuplex;
+    type ReadSocket = ZeromqReader;
+    type WriteSocket = ZeromqWriter;
+    type DuplexSocket = ZeromqDuplex;
 
     fn options(_: &Settings, (): ()) {}
 }
@@ -86,7 +75,7 @@ impl ReadSocket for ZeromqReader {
     }
 
     /// The next message; on a dialing reader this also keeps the connection.
-    async fn recv(&mut self) -> Frames {
+    async fn recv(&mut self) -> Received {
         let this = &mut self.0;
         loop {
             // Without a deadline this only returns once connected. The monitor's events are
@@ -96,7 +85,7 @@ impl ReadSocket for ZeromqReader {
             }
             tokio::select! {
                 received = this.socket.recv() => match received {
-                    Ok(message) => return message.into_vec(),
+                    Ok(message) => return Received::new(message.into_vec()),
                     // A broken frame or a reset connection: the client drops that peer (on a
                     // bound socket, the monitor's report of it is counted).
                     Err(err) => {
@@ -213,10 +202,7 @@ where
         loop {
             match socket.recv().await {
                 Ok(message) => {
-                    let received = Received {
-                        frames: message.into_vec(),
-                        release: Release::default(),
-                    };
+                    let received = Received::new(message.into_vec());
                     return Some((received, (socket, address)));
                 }
                 Err(ClientError::NoMessage) => {

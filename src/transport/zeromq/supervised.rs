@@ -1,7 +1,5 @@
 //! A client socket kept usable: a bound one listens for good, a dialing one is re-created and
 //! reconnected whenever its peer goes away, and a send waits for a peer up to its deadline.
-//!
-//! Imports: its parent `zeromq`, and `endpoint`, `error`, `monitor`, `pattern` and `wire`.
 
 use std::time::Duration;
 
@@ -18,7 +16,7 @@ use crate::{
     error::ZmqError,
     monitor::ZmqMonitor,
     pattern::Role,
-    transport::{backend::Opening, fault},
+    transport::backend::{Opening, fault},
     wire::Frames,
 };
 
