@@ -26,14 +26,14 @@ use crate::{
 };
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::QueueKind {}
-    impl Sealed for super::FanoutKind {}
-    impl Sealed for super::RpcKind {}
+    pub trait SealedPattern {}
+    impl SealedPattern for super::QueueKind {}
+    impl SealedPattern for super::FanoutKind {}
+    impl SealedPattern for super::RpcKind {}
 }
 
 /// One of the three patterns a [`ZmqBroker`] speaks. Sealed.
-pub trait Pattern: sealed::Sealed + Send + Sync + 'static {
+pub trait Pattern: sealed::SealedPattern + Send + Sync + 'static {
     /// What a subscription of this pattern yields.
     type Subscriber: Subscriber<Message = ZmqMessage, Error = ZmqError> + Send;
     /// What a by-name subscription of this pattern on side `S` declares about its retry copies.

@@ -16,7 +16,7 @@ use crate::endpoint::{Bound, Dialing, ZmqEndpoint, sealed_mechanism};
 #[derive(Clone)]
 pub struct Curve(pub(crate) Security);
 
-impl sealed_mechanism::Sealed for Curve {
+impl sealed_mechanism::SealedMechanism for Curve {
     fn describe(&self) -> Option<String> {
         Some(self.0.describe())
     }
@@ -49,7 +49,7 @@ pub struct WantsClients {
     server: CurveKeyPair,
 }
 
-impl sealed_mechanism::Sealed for WantsClients {
+impl sealed_mechanism::SealedMechanism for WantsClients {
     fn describe(&self) -> Option<String> {
         Some(format!(
             "server {}, clients not said yet",

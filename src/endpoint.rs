@@ -10,18 +10,18 @@ use ruststream::{AddressedCopies, CopyPath, NamedCopies};
 use crate::error::ZmqError;
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::Bound {}
-    impl Sealed for super::Dialing {}
+    pub trait SealedSide {}
+    impl SealedSide for super::Bound {}
+    impl SealedSide for super::Dialing {}
 }
 
 pub(crate) mod sealed_mechanism {
     /// What every state of an endpoint's security has, finished or not.
-    pub trait Sealed: Clone + Send + Sync + 'static {
+    pub trait SealedMechanism: Clone + Send + Sync + 'static {
         /// What `Debug` may say of it, never a secret key.
         fn describe(&self) -> Option<String>;
     }
-    impl Sealed for super::Plain {
+    impl SealedMechanism for super::Plain {
         fn describe(&self) -> Option<String> {
             None
         }
@@ -32,7 +32,7 @@ pub(crate) mod sealed_mechanism {
 ///
 /// Sealed: the two sides are all there is, and the retry routing of every pattern is written
 /// against them.
-pub trait Side: sealed::Sealed + Send + Sync + 'static {
+pub trait Side: sealed::SealedSide + Send + Sync + 'static {
     /// `true` where this process listens on the address.
     const BINDS: bool;
     /// The word logs and errors use for the side.
@@ -58,7 +58,7 @@ pub trait Side: sealed::Sealed + Send + Sync + 'static {
     note = "call `.allow_clients(keys)` to admit those client keys only, or \
             `.allow_any_client()` to admit any holder of the server's public key"
 )]
-pub trait Mechanism: sealed_mechanism::Sealed {}
+pub trait Mechanism: sealed_mechanism::SealedMechanism {}
 
 /// ZeroMQ's NULL mechanism: no encryption, no authentication; what an endpoint has until
 /// `curve` is called on it.
@@ -169,13 +169,16 @@ impl<S: Side> ZmqEndpoint<S> {
     }
 }
 
-impl<S: Side, M: sealed_mechanism::Sealed> ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::SealedMechanism> ZmqEndpoint<S, M> {
     /// This endpoint, secured by `mechanism` instead.
     #[cfg_attr(
         not(feature = "libzmq"),
         expect(dead_code, reason = "only CURVE secures an endpoint")
     )]
-    pub(crate) fn secured<N: sealed_mechanism::Sealed>(self, mechanism: N) -> ZmqEndpoint<S, N> {
+    pub(crate) fn secured<N: sealed_mechanism::SealedMechanism>(
+        self,
+        mechanism: N,
+    ) -> ZmqEndpoint<S, N> {
         ZmqEndpoint {
             address: self.address,
             mechanism,
@@ -221,7 +224,7 @@ pub(crate) fn check_address(address: &str) -> Result<(), ZmqError> {
     }
 }
 
-impl<S: Side, M: sealed_mechanism::Sealed> Clone for ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::SealedMechanism> Clone for ZmqEndpoint<S, M> {
     fn clone(&self) -> Self {
         Self {
             address: self.address.clone(),
@@ -231,7 +234,7 @@ impl<S: Side, M: sealed_mechanism::Sealed> Clone for ZmqEndpoint<S, M> {
     }
 }
 
-impl<S: Side, M: sealed_mechanism::Sealed> fmt::Debug for ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::SealedMechanism> fmt::Debug for ZmqEndpoint<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut shown = f.debug_struct("ZmqEndpoint");
         shown
@@ -245,7 +248,7 @@ impl<S: Side, M: sealed_mechanism::Sealed> fmt::Debug for ZmqEndpoint<S, M> {
     }
 }
 
-impl<S: Side, M: sealed_mechanism::Sealed> fmt::Display for ZmqEndpoint<S, M> {
+impl<S: Side, M: sealed_mechanism::SealedMechanism> fmt::Display for ZmqEndpoint<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.address, S::NAME)
     }

@@ -20,7 +20,7 @@ use crate::{
     routing::Target,
     settings::Settings,
     throttle::Throttle,
-    transport::{BoxTask, Inbound, Probe, ReadInto, Transport},
+    transport::{BoxTask, Handoff, Probe, ReadInto, Transport},
     wire::Refusal,
 };
 
@@ -65,7 +65,7 @@ impl Subscribing<'_> {
             .socket(crate::monitor::SocketUse::Subscriber, self.endpoint);
         let role = facts.reads_with;
         let (end, task, address, probe) = if facts.answers_requests {
-            let inbound = Inbound::Channel(tx, Arc::clone(&figures));
+            let inbound = Handoff::Channel(tx, Arc::clone(&figures));
             let (started, address) = self
                 .transport
                 .duplex(

@@ -26,7 +26,7 @@ use crate::{
     pattern::Role,
     settings::Settings,
     throttle::{Say, Throttle},
-    transport::{BoxTask, Done, DuplexSender, Inbound, Received, Transport},
+    transport::{BoxTask, Done, DuplexSender, Handoff, Received, Transport},
     wire::{self, CORRELATION_ID, Refusal, WireLimits},
 };
 
@@ -76,8 +76,8 @@ impl RequestChannel {
             from: endpoint.into(),
             refusals: Mutex::new(Throttle::new(Refusal::RULES)),
         };
-        let inbound = Inbound::Direct(Box::new(move |answer| matcher.hand(answer)));
-        // A DEALER's answers are matched in its task (`Inbound::Direct`), so no reading end is
+        let inbound = Handoff::Direct(Box::new(move |answer| matcher.hand(answer)));
+        // A DEALER's answers are matched in its task (`Handoff::Direct`), so no reading end is
         // handed over.
         let (started, bound) = transport
             .duplex(Role::Dealer, endpoint, binds, inbound, shutdown)

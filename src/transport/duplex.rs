@@ -5,7 +5,7 @@
 //! so hops are skipped where a backend allows: a message leaves from the task that sends it
 //! when the socket can be shared ([`DirectSend`]), a request's outcome goes straight to the wait
 //! for its answer ([`Done::Call`]), answers are matched inside the socket's task
-//! ([`Inbound::Direct`]), and a ROUTER whose answers never need its task is read by the
+//! ([`Handoff::Direct`]), and a ROUTER whose answers never need its task is read by the
 //! subscription itself ([`ReadingEnd`]).
 
 use std::{sync::Arc, task::Poll};
@@ -43,7 +43,7 @@ const READ_BATCH: usize = 32;
 pub(crate) type Outbox = mpsc::Receiver<HandedSend>;
 
 /// Where a duplex socket's task hands each message it reads.
-pub(crate) enum Inbound {
+pub(crate) enum Handoff {
     /// Into a channel another task reads; the socket stops reading while it is full. What it
     /// read and could not hand on (the reader closed first) is counted on the figures.
     Channel(mpsc::Sender<Received>, Arc<SocketFigures>),
@@ -66,7 +66,7 @@ pub(crate) struct Started {
 #[derive(Debug)]
 pub(crate) struct Closed;
 
-impl Inbound {
+impl Handoff {
     /// Hands `received` over at once if there is room, or answers it back to wait for room
     /// ([`room`](Self::room)).
     pub(crate) fn offer(&self, received: Received) -> Result<Option<Received>, Closed> {
@@ -273,7 +273,7 @@ impl DuplexSender {
 /// shutdown, or once nobody takes what the socket reads.
 pub(crate) fn run<D: DuplexDriver>(
     driving: Driving<D>,
-    inbound: Inbound,
+    inbound: Handoff,
     mut shutdown: watch::Receiver<bool>,
 ) -> Started {
     let Driving {
@@ -344,7 +344,7 @@ pub(crate) fn run<D: DuplexDriver>(
 fn hand_on<D: DuplexDriver>(
     read: Option<Received>,
     driver: &mut D,
-    inbound: &Inbound,
+    inbound: &Handoff,
     pending: &mut Option<Received>,
 ) -> Result<(), Closed> {
     let Some(mut received) = read else {
@@ -408,7 +408,7 @@ mod tests {
     fn a_batch_hands_on_every_message_it_reads_and_reads_no_more() {
         let mut socket = Holding::new(40);
         let (tx, mut rx) = mpsc::channel(100);
-        let inbound = Inbound::Channel(tx, Arc::default());
+        let inbound = Handoff::Channel(tx, Arc::default());
         let mut pending = None;
         let first = socket.0.pop_front();
         hand_on(first, &mut socket, &inbound, &mut pending).unwrap();
@@ -421,7 +421,7 @@ mod tests {
     fn a_full_channel_keeps_the_message_that_found_no_room_and_reads_no_more() {
         let mut socket = Holding::new(10);
         let (tx, mut rx) = mpsc::channel(3);
-        let inbound = Inbound::Channel(tx, Arc::default());
+        let inbound = Handoff::Channel(tx, Arc::default());
         let mut pending = None;
         let first = socket.0.pop_front();
         hand_on(first, &mut socket, &inbound, &mut pending).unwrap();

@@ -23,7 +23,7 @@ mod writer;
 pub(crate) mod zeromq;
 
 pub(crate) use backend::{BoxTask, CLOSE_WAIT, Done};
-pub(crate) use duplex::{DuplexSender, Inbound, Started};
+pub(crate) use duplex::{DuplexSender, Handoff, Started};
 pub(crate) use reading::{Probe, ReadInto};
 pub(crate) use reading_end::{ReadingEnd, Received, Release};
 pub(crate) use writer::{Writer, WriterTask};
@@ -34,10 +34,14 @@ use std::sync::Arc;
 use ruststream::{Bytes, HeaderMap};
 use tokio::{runtime::Handle, sync::watch};
 
+#[cfg(feature = "libzmq")]
+use self::libzmq::Libzmq;
 use self::{
     backend::{DuplexSocket, ReadSocket, SocketBackend, WriteSocket},
     dispatch::{AnyOpener, AnyWriteSocket, Opener, each},
 };
+#[cfg(feature = "libzmq")]
+use crate::curve::Curve;
 use crate::{
     endpoint::{Mechanism, Plain},
     error::ZmqError,
@@ -51,7 +55,7 @@ use crate::{
 /// `libzmq`). Each feature adds its backend; a broker runs on the one its type names.
 ///
 /// Sealed: a backend meets a contract that is the crate's own.
-pub trait Backend: sealed::Sealed + Send + Sync + 'static {
+pub trait Backend: sealed::SealedBackend + Send + Sync + 'static {
     /// What only this backend's brokers set (libzmq: its socket options and CURVE).
     #[doc(hidden)]
     type Config: Clone + Default + Send + Sync + 'static;
@@ -62,11 +66,11 @@ pub trait Backend: sealed::Sealed + Send + Sync + 'static {
 }
 
 pub(crate) mod sealed {
-    pub trait Sealed {}
+    pub trait SealedBackend {}
 }
 
 #[cfg(feature = "zeromq")]
-impl sealed::Sealed for zeromq::Zeromq {}
+impl sealed::SealedBackend for zeromq::Zeromq {}
 
 #[cfg(feature = "zeromq")]
 impl Backend for zeromq::Zeromq {
@@ -78,7 +82,7 @@ impl Backend for zeromq::Zeromq {
 }
 
 #[cfg(feature = "libzmq")]
-impl sealed::Sealed for libzmq::Libzmq {}
+impl sealed::SealedBackend for libzmq::Libzmq {}
 
 #[cfg(feature = "libzmq")]
 impl Backend for libzmq::Libzmq {
@@ -123,12 +127,8 @@ impl<B: Backend> Speaks<Plain> for B {
 }
 
 #[cfg(feature = "libzmq")]
-impl Speaks<crate::curve::Curve> for libzmq::Libzmq {
-    fn secured(
-        mut config: Self::Config,
-        address: &str,
-        curve: crate::curve::Curve,
-    ) -> Self::Config {
+impl Speaks<Curve> for Libzmq {
+    fn secured(mut config: Self::Config, address: &str, curve: Curve) -> Self::Config {
         config.secure_endpoint(address, curve);
         config
     }
@@ -258,7 +258,7 @@ impl Transport {
         role: Role,
         address: &str,
         binds: bool,
-        inbound: Inbound,
+        inbound: Handoff,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Started, Option<String>), ZmqError> {
         let address = address.to_owned();
@@ -324,7 +324,7 @@ async fn open_duplex<B: SocketBackend>(
     role: Role,
     address: String,
     binds: bool,
-    inbound: Inbound,
+    inbound: Handoff,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(Started, Option<String>), ZmqError> {
     let at = opener.opening(role, address);
@@ -335,7 +335,7 @@ async fn open_duplex<B: SocketBackend>(
     } else {
         (B::DuplexSocket::dial(at).await?, None)
     };
-    let reads_itself = matches!(inbound, Inbound::Channel(..));
+    let reads_itself = matches!(inbound, Handoff::Channel(..));
     Ok((
         duplex::run(socket.drive(reads_itself), inbound, shutdown),
         bound,

@@ -41,7 +41,7 @@ const QUEUE: usize = 1_024;
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The socket, shared between the task and a caller that finds it idle; `None` once closed.
-type Socket = Arc<tokio::sync::Mutex<Option<AnyWriteSocket>>>;
+type HeldSocket = Arc<tokio::sync::Mutex<Option<AnyWriteSocket>>>;
 
 /// What a send fails with once the writer's socket is closed.
 fn gone() -> ZmqError {
@@ -58,7 +58,7 @@ struct Job {
 }
 
 /// What the callers and the task share.
-struct Shared {
+struct WriterState {
     endpoint: String,
     /// The one episode of the destination failing (keyed by nothing: one destination).
     reach: Mutex<Episodes<(), String>>,
@@ -66,7 +66,7 @@ struct Shared {
     failing: AtomicBool,
 }
 
-impl Shared {
+impl WriterState {
     fn reach(&self) -> std::sync::MutexGuard<'_, Episodes<(), String>> {
         self.reach.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -133,8 +133,8 @@ impl Shared {
 #[derive(Clone)]
 pub(crate) struct Writer {
     jobs: mpsc::Sender<Job>,
-    shared: Arc<Shared>,
-    socket: Socket,
+    shared: Arc<WriterState>,
+    socket: HeldSocket,
     runtime: Handle,
 }
 
@@ -149,7 +149,7 @@ impl Writer {
     pub(crate) fn start(socket: AnyWriteSocket, endpoint: String) -> (Self, WriterTask) {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let (stop, stopped) = oneshot::channel();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(WriterState {
             endpoint,
             reach: Mutex::new(Episodes::new(1)),
             failing: AtomicBool::new(false),
@@ -277,7 +277,7 @@ async fn send_on(
     socket: &mut Option<AnyWriteSocket>,
     frames: Frames,
     deadline: Instant,
-    shared: &Shared,
+    shared: &WriterState,
 ) -> Result<(), ZmqError> {
     let Some(socket) = socket.as_mut() else {
         return Err(gone());
@@ -297,7 +297,7 @@ async fn send_queued(
     held: &mut Option<AnyWriteSocket>,
     mut job: Job,
     jobs: &mut mpsc::Receiver<Job>,
-    shared: &Shared,
+    shared: &WriterState,
 ) {
     for turn in 1..=QUEUE {
         let sent = if Instant::now() >= job.deadline {
@@ -319,9 +319,9 @@ async fn send_queued(
 /// The task: sends each queued message before its deadline, one at a time; while the
 /// destination fails, tries to reach it again; closes the socket at the end.
 async fn run(
-    socket: Socket,
+    socket: HeldSocket,
     mut jobs: mpsc::Receiver<Job>,
-    shared: Arc<Shared>,
+    shared: Arc<WriterState>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let looks = socket

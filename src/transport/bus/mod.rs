@@ -45,9 +45,9 @@ impl SocketBackend for Bus {
     const NETWORK: bool = false;
     type Config = ();
     type Options = Peer;
-    type ReadSocket = BusReader;
-    type WriteSocket = BusWriter;
-    type DuplexSocket = BusDuplex;
+    type ReadSocket = BusReadSocket;
+    type WriteSocket = BusWriteSocket;
+    type DuplexSocket = BusDuplexSocket;
 
     fn options(_: &Settings, (): ()) -> Peer {
         Peer::new()
@@ -154,7 +154,7 @@ impl Peer {
         address: &str,
         binds: bool,
         topics: Vec<String>,
-    ) -> Result<(BusReader, String), ZmqError> {
+    ) -> Result<(BusReadSocket, String), ZmqError> {
         let address = if binds {
             self.resolve(address)
         } else {
@@ -166,7 +166,7 @@ impl Peer {
         let key = self.key(&address);
         BUS.attach(&key, attachment)?;
         Ok((
-            BusReader {
+            BusReadSocket {
                 address: key,
                 id,
                 rx,
@@ -181,7 +181,7 @@ impl Peer {
         role: Role,
         address: &str,
         binds: bool,
-    ) -> Result<(BusWriter, String), ZmqError> {
+    ) -> Result<(BusWriteSocket, String), ZmqError> {
         let address = if binds {
             self.resolve(address)
         } else {
@@ -197,7 +197,7 @@ impl Peer {
         let key = self.key(&address);
         BUS.attach(&key, attachment)?;
         Ok((
-            BusWriter {
+            BusWriteSocket {
                 address: key,
                 id,
                 sender,
@@ -260,14 +260,14 @@ impl Peer {
 }
 
 /// A reading socket on the bus.
-pub(crate) struct BusReader {
+pub(crate) struct BusReadSocket {
     address: String,
     id: u64,
     rx: mpsc::Receiver<Frames>,
     coordinator: Arc<OnceLock<Coordinator>>,
 }
 
-impl BusReader {
+impl BusReadSocket {
     /// The next message, with the guard that tells the harness when it is done with.
     async fn next(&mut self) -> Received {
         let Some(frames) = self.rx.recv().await else {
@@ -285,7 +285,7 @@ impl BusReader {
     }
 }
 
-impl ReadSocket for BusReader {
+impl ReadSocket for BusReadSocket {
     type Options = Peer;
 
     async fn bind(at: Opening<Peer>, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
@@ -309,13 +309,13 @@ impl ReadSocket for BusReader {
 }
 
 /// A sending socket on the bus.
-pub(crate) struct BusWriter {
+pub(crate) struct BusWriteSocket {
     address: String,
     id: u64,
     sender: Sender,
 }
 
-impl WriteSocket for BusWriter {
+impl WriteSocket for BusWriteSocket {
     type Options = Peer;
 
     async fn bind(at: Opening<Peer>) -> Result<(Self, String), ZmqError> {
@@ -343,14 +343,14 @@ impl WriteSocket for BusWriter {
 }
 
 /// A ROUTER or DEALER on the bus: a reader, and the identity it sends as.
-pub(crate) struct BusDuplex {
-    reader: BusReader,
+pub(crate) struct BusDuplexSocket {
+    reader: BusReadSocket,
     sender: Sender,
     /// The address as bound or dialed, as errors name it.
     endpoint: String,
 }
 
-impl BusDuplex {
+impl BusDuplexSocket {
     fn open(at: Opening<Peer>, binds: bool) -> Result<(Self, String), ZmqError> {
         let peer = at.options;
         let (reader, resolved) = peer.open_reader(at.role, &at.address, binds, Vec::new())?;
@@ -374,7 +374,7 @@ impl BusDuplex {
     }
 }
 
-impl DuplexSocket for BusDuplex {
+impl DuplexSocket for BusDuplexSocket {
     type Options = Peer;
     type Driver = Self;
 
@@ -396,7 +396,7 @@ impl DuplexSocket for BusDuplex {
     }
 }
 
-impl DuplexDriver for BusDuplex {
+impl DuplexDriver for BusDuplexSocket {
     /// Sends as a socket does: waits for a peer, and for room at a full one, by the deadline.
     async fn take(&mut self, (frames, deadline, done): HandedSend) {
         done.settle(

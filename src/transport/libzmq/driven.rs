@@ -29,7 +29,7 @@ use crate::{error::SocketFault, transport::backend::fault, wire::Frames};
 
 /// What the driving task and the senders share: the socket, taken out when the driving task
 /// lets go of it, what that task waits for, and its nudge.
-struct Shared {
+struct DrivenState {
     socket: Mutex<Option<zmq::Socket>>,
     /// The events the driving task is waiting for, as `PollEvents` bits; none while it is not.
     waits_for: AtomicI16,
@@ -38,7 +38,7 @@ struct Shared {
     nudge: Notify,
 }
 
-impl Shared {
+impl DrivenState {
     /// Runs `use_it` on the socket, unless it is closed.
     fn with<R>(
         &self,
@@ -53,7 +53,7 @@ impl Shared {
 
 /// The registration's part: the notification descriptor, open exactly as long as the socket.
 struct Owned {
-    shared: Arc<Shared>,
+    shared: Arc<DrivenState>,
     signal: RawFd,
 }
 
@@ -85,7 +85,7 @@ impl Driven {
     /// (the runtime's own error, such as `EEXIST` or `ENOMEM` from `epoll_ctl`, unchanged).
     pub(super) fn new(socket: zmq::Socket) -> Result<Self, SocketFault> {
         let signal = socket.get_fd().map_err(fault)?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(DrivenState {
             socket: Mutex::new(Some(socket)),
             waits_for: AtomicI16::new(0),
             nudged: AtomicBool::new(false),
@@ -94,7 +94,7 @@ impl Driven {
         register(Owned { shared, signal }).map(Self).map_err(fault)
     }
 
-    fn shared(&self) -> &Shared {
+    fn shared(&self) -> &DrivenState {
         &self.0.get_ref().shared
     }
 
@@ -205,7 +205,7 @@ fn register(owned: Owned) -> std::io::Result<AsyncFd<Owned>> {
 
 /// Sends through a [`Driven`] socket from another task; cheap to clone.
 #[derive(Clone)]
-pub(super) struct Sending(Arc<Shared>);
+pub(super) struct Sending(Arc<DrivenState>);
 
 impl Sending {
     /// Sends one message if the socket takes it now; `false` when it has no room. Fails with
@@ -251,7 +251,7 @@ mod tests {
         let first = Driven::new(socket).unwrap();
         // The second registration borrows the descriptor `first` keeps open; it holds no socket.
         let again = Owned {
-            shared: Arc::new(Shared {
+            shared: Arc::new(DrivenState {
                 socket: Mutex::new(None),
                 waits_for: AtomicI16::new(0),
                 nudged: AtomicBool::new(false),

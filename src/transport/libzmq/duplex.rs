@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ruststream::Bytes;
 use tokio::time::{Instant, sleep_until};
 
-use super::{Options, Socket, driven::Sending, send_failed};
+use super::{MonitoredSocket, Options, driven::Sending, send_failed};
 use crate::{
     error::ZmqError,
     pattern::Role,
@@ -23,19 +23,19 @@ use crate::{
 
 /// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
 /// reply can leave while requests wait to be handled.
-pub(crate) struct LibzmqDuplex(Socket);
+pub(crate) struct LibzmqDuplexSocket(MonitoredSocket);
 
-impl DuplexSocket for LibzmqDuplex {
+impl DuplexSocket for LibzmqDuplexSocket {
     type Options = Options;
     type Driver = LibzmqDuplexDriver;
 
     async fn bind(at: Opening<Options>) -> Result<(Self, String), ZmqError> {
-        let (socket, resolved) = Socket::bind(at, &[])?;
+        let (socket, resolved) = MonitoredSocket::bind(at, &[])?;
         Ok((Self(socket), resolved))
     }
 
     async fn dial(at: Opening<Options>) -> Result<Self, ZmqError> {
-        Socket::dial(at, &[]).map(Self)
+        MonitoredSocket::dial(at, &[]).map(Self)
     }
 
     /// Every send leaves from the task that sends it where it can. A ROUTER never waits for one
@@ -67,7 +67,7 @@ impl DuplexSocket for LibzmqDuplex {
 
 /// libzmq's ROUTER or DEALER, as its task drives it.
 pub(crate) struct LibzmqDuplexDriver {
-    socket: Socket,
+    socket: MonitoredSocket,
     /// A send waiting for room (a DEALER with no responder yet).
     waiting: Option<HandedSend>,
 }
@@ -135,7 +135,7 @@ impl DuplexDriver for LibzmqDuplexDriver {
     }
 }
 
-impl Socket {
+impl MonitoredSocket {
     /// Tries a send handed to the socket's task once: answers it back while there is no room
     /// (only a DEALER's sends come here: a ROUTER's all leave through [`DuplexDirect`]).
     fn offer(&mut self, (frames, deadline, done): HandedSend) -> Option<HandedSend> {

@@ -15,7 +15,7 @@ use std::{
 use futures::task::AtomicWaker;
 use tokio::sync::{mpsc, watch};
 
-use super::{Driven, Socket};
+use super::{Driven, MonitoredSocket};
 use crate::transport::{
     backend::{BoxTask, stopped},
     reading_end::{ReadingEnd, Received},
@@ -31,11 +31,11 @@ struct Slot {
 /// Hands `socket`, a bound PULL, to its subscription: its reading end, and the task that keeps
 /// its peers and closes it at `shutdown`, or once `subscriber` is gone.
 pub(super) fn hand_over(
-    socket: Socket,
+    socket: MonitoredSocket,
     subscriber: mpsc::Sender<Received>,
     mut shutdown: watch::Receiver<bool>,
 ) -> (ReadingEnd, BoxTask) {
-    let Socket {
+    let MonitoredSocket {
         driven,
         peers,
         monitor,

@@ -31,10 +31,10 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
-pub(crate) use self::duplex::LibzmqDuplex;
+pub(crate) use self::duplex::LibzmqDuplexSocket;
 use self::{
     driven::Driven,
-    security::{Keys, Listening, Plan},
+    security::{Keys, KnownListener, Plan},
     watcher::Watched,
 };
 use super::{
@@ -62,9 +62,9 @@ impl SocketBackend for Libzmq {
     const NAME: &'static str = "libzmq";
     type Config = Config;
     type Options = Options;
-    type ReadSocket = LibzmqReader;
-    type WriteSocket = LibzmqWriter;
-    type DuplexSocket = LibzmqDuplex;
+    type ReadSocket = LibzmqReadSocket;
+    type WriteSocket = LibzmqWriteSocket;
+    type DuplexSocket = LibzmqDuplexSocket;
 
     fn options(settings: &Settings, config: Config) -> Options {
         Options {
@@ -189,7 +189,7 @@ struct Opened {
 }
 
 /// A libzmq socket with its monitor, and what the transport keeps about it.
-struct Socket {
+struct MonitoredSocket {
     driven: Driven,
     /// Who is connected, kept by the socket's watcher.
     peers: Arc<Watched>,
@@ -202,10 +202,10 @@ struct Socket {
     /// The allow-list this socket's CURVE handshakes are checked against, while it lives.
     _admits: Option<zap::Registered>,
     /// This CURVE listener, known to the process's dialing sockets while it lives.
-    _listening: Option<Listening>,
+    _listening: Option<KnownListener>,
 }
 
-impl Socket {
+impl MonitoredSocket {
     /// A libzmq socket for `role`, set up with `options` and speaking as `plan` says, and the
     /// socket its monitor reports to; not yet bound or connected.
     fn open(
@@ -262,7 +262,7 @@ impl Socket {
         (role, address, binds): (Role, String, bool),
         monitor: ZmqMonitor,
         options: &Options,
-        listening: Option<Listening>,
+        listening: Option<KnownListener>,
     ) -> Result<Self, SocketFault> {
         Ok(Self {
             peers: Watched::start(opened.events, role, &address, binds, monitor.clone())
@@ -444,19 +444,19 @@ impl Socket {
 }
 
 /// A socket that receives: bound, or dialing and reconnecting whenever its peer goes away.
-pub(crate) struct LibzmqReader(Socket);
+pub(crate) struct LibzmqReadSocket(MonitoredSocket);
 
-impl ReadSocket for LibzmqReader {
+impl ReadSocket for LibzmqReadSocket {
     type Options = Options;
 
     async fn bind(at: Opening<Options>, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
-        let (socket, resolved) = Socket::bind(at, &topics)?;
+        let (socket, resolved) = MonitoredSocket::bind(at, &topics)?;
         Ok((Self(socket), resolved))
     }
 
     /// It dials in the background, and again whenever the peer goes away.
     async fn dial(at: Opening<Options>, topics: Vec<String>) -> Result<Self, ZmqError> {
-        Socket::dial(at, &topics).map(Self)
+        MonitoredSocket::dial(at, &topics).map(Self)
     }
 
     async fn recv(&mut self) -> Received {
@@ -483,19 +483,19 @@ impl ReadSocket for LibzmqReader {
 }
 
 /// A socket that sends: bound, or dialing and reconnecting whenever its peer goes away.
-pub(crate) struct LibzmqWriter(Socket);
+pub(crate) struct LibzmqWriteSocket(MonitoredSocket);
 
-impl WriteSocket for LibzmqWriter {
+impl WriteSocket for LibzmqWriteSocket {
     // Its watcher keeps the socket's peers up to date: nothing to ask.
     type Options = Options;
 
     async fn bind(at: Opening<Options>) -> Result<(Self, String), ZmqError> {
-        let (socket, resolved) = Socket::bind(at, &[])?;
+        let (socket, resolved) = MonitoredSocket::bind(at, &[])?;
         Ok((Self(socket), resolved))
     }
 
     async fn dial(at: Opening<Options>) -> Result<Self, ZmqError> {
-        Socket::dial(at, &[]).map(Self)
+        MonitoredSocket::dial(at, &[]).map(Self)
     }
 
     async fn send(&mut self, frames: Frames, deadline: Instant) -> Result<(), ZmqError> {

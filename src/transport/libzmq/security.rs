@@ -174,26 +174,26 @@ pub(super) fn apply(
 }
 
 /// A CURVE listener of this process, found by the address it really listens on.
-struct Listener {
+struct CurveListener {
     id: u64,
     address: String,
     server: CurvePublicKey,
 }
 
 /// This process's CURVE listeners, which its own dialing sockets reach with its own key pair.
-static LISTENERS: LazyLock<Mutex<Vec<Listener>>> = LazyLock::new(Default::default);
+static LISTENERS: LazyLock<Mutex<Vec<CurveListener>>> = LazyLock::new(Default::default);
 
 /// Numbers the listeners.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-fn listeners() -> std::sync::MutexGuard<'static, Vec<Listener>> {
+fn listeners() -> std::sync::MutexGuard<'static, Vec<CurveListener>> {
     LISTENERS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A CURVE listener known to this process's dialing sockets while it lives.
-pub(super) struct Listening(u64);
+pub(super) struct KnownListener(u64);
 
-impl Drop for Listening {
+impl Drop for KnownListener {
     fn drop(&mut self) {
         listeners().retain(|listener| listener.id != self.0);
     }
@@ -201,7 +201,7 @@ impl Drop for Listening {
 
 /// Makes a socket bound at `resolved` as `plan` says known to this process's dialing sockets, if
 /// it serves CURVE; one that admits any client warns so, once, naming its endpoint.
-pub(super) fn listening(plan: &Plan, resolved: &str) -> Option<Listening> {
+pub(super) fn listening(plan: &Plan, resolved: &str) -> Option<KnownListener> {
     let Plan::Serve { keys, clients } = plan else {
         return None;
     };
@@ -215,12 +215,12 @@ pub(super) fn listening(plan: &Plan, resolved: &str) -> Option<Listening> {
         );
     }
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    listeners().push(Listener {
+    listeners().push(CurveListener {
         id,
         address: resolved.to_owned(),
         server: keys.public(),
     });
-    Some(Listening(id))
+    Some(KnownListener(id))
 }
 
 /// The server key of this process's CURVE listener that a socket dialing `address` reaches:

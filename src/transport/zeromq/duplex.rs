@@ -32,9 +32,9 @@ use crate::{
 
 /// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
 /// reply can leave while requests wait to be handled.
-pub(crate) struct ZeromqDuplex(Supervised<RouterOrDealer>);
+pub(crate) struct ZeromqDuplexSocket(Supervised<RouterOrDealer>);
 
-impl DuplexSocket for ZeromqDuplex {
+impl DuplexSocket for ZeromqDuplexSocket {
     type Options = ();
     type Driver = ZeromqDuplexDriver;
 

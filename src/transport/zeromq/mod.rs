@@ -23,7 +23,7 @@ use tokio::{
 };
 use zeromq::{Socket, SocketRecv, ZmqError as ClientError};
 
-pub(crate) use self::duplex::ZeromqDuplex;
+pub(crate) use self::duplex::ZeromqDuplexSocket;
 use self::{
     client::{PullOrSub, PushOrPub, close_client_of},
     supervised::Supervised,
@@ -45,9 +45,9 @@ impl SocketBackend for Zeromq {
     type Config = ();
     // The client fixes its own queues and limits: nothing to pass.
     type Options = ();
-    type ReadSocket = ZeromqReader;
-    type WriteSocket = ZeromqWriter;
-    type DuplexSocket = ZeromqDuplex;
+    type ReadSocket = ZeromqReadSocket;
+    type WriteSocket = ZeromqWriteSocket;
+    type DuplexSocket = ZeromqDuplexSocket;
 
     fn options(_: &Settings, (): ()) {}
 }
@@ -60,9 +60,9 @@ pub(super) fn send_error(endpoint: &str, err: ClientError) -> ZmqError {
 }
 
 /// A socket that receives: bound once, or dialing and re-created whenever its peer goes away.
-pub(crate) struct ZeromqReader(Supervised<PullOrSub>);
+pub(crate) struct ZeromqReadSocket(Supervised<PullOrSub>);
 
-impl ReadSocket for ZeromqReader {
+impl ReadSocket for ZeromqReadSocket {
     type Options = ();
 
     async fn bind(at: Opening<()>, topics: Vec<String>) -> Result<(Self, String), ZmqError> {
@@ -152,9 +152,9 @@ pub(super) fn take_listened<S: Socket>(socket: &mut S) -> S {
 }
 
 /// A socket that sends: bound, or dialing and re-created when its peer goes away.
-pub(crate) struct ZeromqWriter(Supervised<PushOrPub>);
+pub(crate) struct ZeromqWriteSocket(Supervised<PushOrPub>);
 
-impl WriteSocket for ZeromqWriter {
+impl WriteSocket for ZeromqWriteSocket {
     type Options = ();
     // The client reports a lost peer only through the monitor, read when asked.
     const LOOKS: bool = true;
