@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::{
     EXIT_STATUSES, Failure, lines,
-    link::{Link, Socket},
+    link::{Link, Socket, Waits},
 };
 
 /// Ask a responder (ROUTER) and print its answer with the round trip
@@ -65,7 +65,15 @@ impl Ask {
         wire::encode(&self.name, &headers, Bytes::new())
             .map_err(|err| Failure::Usage(err.to_string()))?;
         let payload = Bytes::from(crate::send::read_payload(None, self.payload.as_deref())?);
-        let link = Link::<RpcKind>::connect(&self.endpoint, &self.socket, self.timeout).await?;
+        let link = Link::<RpcKind>::connect(
+            &self.endpoint,
+            &self.socket,
+            Waits {
+                send: self.timeout,
+                linger: Duration::ZERO,
+            },
+        )
+        .await?;
         let requester = match &link {
             Link::Bound(connected) => connected.requester(),
             Link::Dialing(connected) => connected.requester(),

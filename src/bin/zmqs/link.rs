@@ -141,11 +141,7 @@ pub enum Link<P: Pattern> {
 
 impl<P: Pattern> Link<P> {
     /// The broker on `endpoint`: the crate's, on the backend and with the CURVE keys asked for.
-    pub async fn connect(
-        endpoint: &str,
-        socket: &Socket,
-        send_timeout: Duration,
-    ) -> Result<Self, Failure> {
+    pub async fn connect(endpoint: &str, socket: &Socket, waits: Waits) -> Result<Self, Failure> {
         let libzmq =
             Built::THIS.backend(socket.backend, socket.curve.any())? == BackendName::Libzmq;
         if socket.bind {
@@ -154,7 +150,7 @@ impl<P: Pattern> Link<P> {
                     "--curve-server is for dialing; a listener serves with --curve-keys".into(),
                 ));
             }
-            connect_bound(endpoint, socket, libzmq, send_timeout)
+            connect_bound(endpoint, socket, libzmq, waits)
                 .await
                 .map(Self::Bound)
         } else {
@@ -163,7 +159,7 @@ impl<P: Pattern> Link<P> {
                     "--curve-allow and --curve-allow-any are for a listener (--bind)".into(),
                 ));
             }
-            connect_dialing(endpoint, socket, libzmq, send_timeout)
+            connect_dialing(endpoint, socket, libzmq, waits)
                 .await
                 .map(Self::Dialing)
         }
@@ -237,15 +233,25 @@ impl<P: Pattern> Link<P> {
     }
 }
 
+/// How long a publish waits for a peer, and how long closing waits for what was published to
+/// leave.
+#[derive(Clone, Copy)]
+pub struct Waits {
+    pub send: Duration,
+    pub linger: Duration,
+}
+
 async fn open<P: Pattern, S: ruststream_zmq::Side, B, M>(
     endpoint: ZmqEndpoint<S, M>,
-    send_timeout: Duration,
+    waits: Waits,
 ) -> Result<ConnectedZmq<P, S>, Failure>
 where
     B: ruststream_zmq::Speaks<M>,
     M: ruststream_zmq::Mechanism,
 {
-    let broker: ZmqBroker<P, S, B> = ZmqBroker::new(endpoint).send_timeout(send_timeout);
+    let broker: ZmqBroker<P, S, B> = ZmqBroker::new(endpoint)
+        .send_timeout(waits.send)
+        .linger(waits.linger);
     Ok(broker.connect().await?)
 }
 
@@ -255,10 +261,9 @@ async fn connect_bound<P: Pattern>(
     endpoint: &str,
     _socket: &Socket,
     _libzmq: bool,
-    send_timeout: Duration,
+    waits: Waits,
 ) -> Result<ConnectedZmq<P, Bound>, Failure> {
-    open::<P, Bound, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::bind(endpoint), send_timeout)
-        .await
+    open::<P, Bound, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::bind(endpoint), waits).await
 }
 
 #[cfg(not(feature = "libzmq"))]
@@ -266,10 +271,9 @@ async fn connect_dialing<P: Pattern>(
     endpoint: &str,
     _socket: &Socket,
     _libzmq: bool,
-    send_timeout: Duration,
+    waits: Waits,
 ) -> Result<ConnectedZmq<P, Dialing>, Failure> {
-    open::<P, Dialing, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::dial(endpoint), send_timeout)
-        .await
+    open::<P, Dialing, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::dial(endpoint), waits).await
 }
 
 #[cfg(feature = "libzmq")]
@@ -277,13 +281,13 @@ async fn connect_bound<P: Pattern>(
     endpoint: &str,
     socket: &Socket,
     libzmq: bool,
-    send_timeout: Duration,
+    waits: Waits,
 ) -> Result<ConnectedZmq<P, Bound>, Failure> {
     use ruststream_zmq::libzmq::Libzmq;
     let plain = ZmqEndpoint::bind(endpoint);
     let curve = &socket.curve;
     if !libzmq {
-        return zeromq_only(plain, send_timeout).await;
+        return zeromq_only(plain, waits).await;
     }
     let Some(keys) = &curve.curve_keys else {
         if curve.any() {
@@ -291,14 +295,14 @@ async fn connect_bound<P: Pattern>(
                 "a CURVE listener needs its key pair: --curve-keys FILE".into(),
             ));
         }
-        return open::<P, Bound, Libzmq, _>(plain, send_timeout).await;
+        return open::<P, Bound, Libzmq, _>(plain, waits).await;
     };
     let server = plain.curve(ruststream_zmq::CurveKeyPair::from_file(keys)?);
     match (curve.curve_allow_any, curve.curve_allow.is_empty()) {
-        (true, true) => open::<P, Bound, Libzmq, _>(server.allow_any_client(), send_timeout).await,
+        (true, true) => open::<P, Bound, Libzmq, _>(server.allow_any_client(), waits).await,
         (false, false) => {
             let clients = curve::allowed(&curve.curve_allow)?;
-            open::<P, Bound, Libzmq, _>(server.allow_clients(clients), send_timeout).await
+            open::<P, Bound, Libzmq, _>(server.allow_clients(clients), waits).await
         }
         (true, false) => Err(Failure::Usage(
             "--curve-allow and --curve-allow-any say two things: give one".into(),
@@ -314,13 +318,13 @@ async fn connect_dialing<P: Pattern>(
     endpoint: &str,
     socket: &Socket,
     libzmq: bool,
-    send_timeout: Duration,
+    waits: Waits,
 ) -> Result<ConnectedZmq<P, Dialing>, Failure> {
     use ruststream_zmq::{CurveKeyPair, libzmq::Libzmq};
     let plain = ZmqEndpoint::dial(endpoint);
     let curve = &socket.curve;
     if !libzmq {
-        return zeromq_only(plain, send_timeout).await;
+        return zeromq_only(plain, waits).await;
     }
     let Some(server) = &curve.curve_server else {
         if curve.any() {
@@ -328,27 +332,27 @@ async fn connect_dialing<P: Pattern>(
                 "a CURVE client needs the server's public key: --curve-server KEY|FILE".into(),
             ));
         }
-        return open::<P, Dialing, Libzmq, _>(plain, send_timeout).await;
+        return open::<P, Dialing, Libzmq, _>(plain, waits).await;
     };
     let client = match &curve.curve_keys {
         Some(file) => CurveKeyPair::from_file(file)?,
         None => CurveKeyPair::generate()?,
     };
     let secured = plain.curve(client, curve::public_key(server)?);
-    open::<P, Dialing, Libzmq, _>(secured, send_timeout).await
+    open::<P, Dialing, Libzmq, _>(secured, waits).await
 }
 
 /// The pure-Rust backend, where it was built in.
 #[cfg(feature = "libzmq")]
 async fn zeromq_only<P: Pattern, S: ruststream_zmq::Side>(
     endpoint: ZmqEndpoint<S>,
-    send_timeout: Duration,
+    waits: Waits,
 ) -> Result<ConnectedZmq<P, S>, Failure> {
     #[cfg(feature = "zeromq")]
-    return open::<P, S, ruststream_zmq::zeromq::Zeromq, _>(endpoint, send_timeout).await;
+    return open::<P, S, ruststream_zmq::zeromq::Zeromq, _>(endpoint, waits).await;
     #[cfg(not(feature = "zeromq"))]
     {
-        let _ = (endpoint, send_timeout);
+        let _ = (endpoint, waits);
         Err(Failure::NotBuilt(
             "--backend zeromq needs the `zeromq` feature, and this zmqs was built without it"
                 .into(),

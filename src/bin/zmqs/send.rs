@@ -12,7 +12,7 @@ use ruststream_zmq::{FanoutKind, OneWay, QueueKind, ZmqError, wire};
 
 use crate::{
     EXIT_STATUSES, Failure,
-    link::{Link, Socket},
+    link::{Link, Socket, Waits},
 };
 
 /// Send messages to a queue (PUSH), or to a fan-out topic with --fanout (PUB)
@@ -63,8 +63,8 @@ pub struct Send {
     #[arg(long, default_value = "300ms", value_parser = crate::duration)]
     settle: Duration,
 
-    /// ZeroMQ acknowledges nothing: after the last message, hold the connection this long so
-    /// that what is still in flight reaches the peer before the process exits
+    /// At the end, wait at most this long for what the socket still queues to leave (the
+    /// broker's `linger`); what has not left by then is lost
     #[arg(long, default_value = "500ms", value_parser = crate::duration)]
     linger: Duration,
 
@@ -110,7 +110,11 @@ impl Send {
         payloads: &[Bytes],
         headers: &HeaderMap,
     ) -> Result<(), Failure> {
-        let link = Link::<P>::connect(&self.endpoint, &self.socket, self.timeout).await?;
+        let waits = Waits {
+            send: self.timeout,
+            linger: self.linger,
+        };
+        let link = Link::<P>::connect(&self.endpoint, &self.socket, waits).await?;
         let sent = self.send_on(&link, payloads, headers).await;
         link.close().await;
         sent
@@ -176,9 +180,6 @@ impl Send {
         if let Some(line) = progress.done(sent, Instant::now()) {
             eprintln!("{line}");
         }
-        // The socket's queue and the peer's read of a closing connection are out of sight: the
-        // sockets' own close does not wait for them in a process that exits right after.
-        tokio::time::sleep(self.linger).await;
         Ok(())
     }
 

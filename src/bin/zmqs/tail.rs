@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::{
     EXIT_STATUSES, Failure, lines,
-    link::{Link, Socket},
+    link::{Link, Socket, Waits},
 };
 
 /// Print each message of a queue (PULL), or of a fan-out prefix with --fanout (SUB), as a JSON
@@ -61,8 +61,15 @@ impl Tail {
         P: OneWay + ruststream_zmq::Pattern<Subscriber = ZmqSubscriber>,
     {
         let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
-        let link =
-            Link::<P>::connect(&self.endpoint, &self.socket, Duration::from_secs(10)).await?;
+        let link = Link::<P>::connect(
+            &self.endpoint,
+            &self.socket,
+            Waits {
+                send: Duration::from_secs(10),
+                linger: Duration::ZERO,
+            },
+        )
+        .await?;
         let read = match link.subscribe(&self.name).await {
             Ok(subscriber) => {
                 link.announce(Duration::from_secs(5)).await;
