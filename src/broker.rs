@@ -16,7 +16,7 @@ use crate::{
     intake::Inbox,
     lane::LaneKey,
     message::ZmqMessage,
-    monitor::{SocketSummary, ZmqMonitor},
+    monitor::{Flush, SocketSummary, ZmqMonitor},
     pattern::PatternFacts,
     publish::{ZmqPublish, ZmqPublisher},
     routing::LocalHost,
@@ -218,6 +218,26 @@ impl<P: Pattern, S: Side, B: Backend> ZmqBroker<P, S, B> {
         self
     }
 
+    /// How long a graceful shutdown waits for each sending socket (publishers, a responder's
+    /// answers) to hand on what it queued, while its peer takes it (default 2 s; zero drops it
+    /// at once). A peer that reads nothing holds the shutdown no longer than this; what is
+    /// still queued then is reported ([`Flush`](crate::Flush)) and lost. The sockets close
+    /// together, so the whole shutdown takes about one linger, not one a socket.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ruststream_zmq::{ZmqEndpoint, ZmqQueue};
+    ///
+    /// let broker = ZmqQueue::new(ZmqEndpoint::dial("tcp://127.0.0.1:5555"))
+    ///     .linger(Duration::from_secs(10));
+    /// # let _ = broker;
+    /// ```
+    #[must_use]
+    pub fn linger(mut self, linger: Duration) -> Self {
+        self.settings.linger = linger;
+        self
+    }
+
     /// How long a partial batch waits for more messages (default 20 ms); a subscription may
     /// set its own ([`Subscription::batch_wait`](crate::Subscription::batch_wait)).
     ///
@@ -415,6 +435,11 @@ impl<P: Pattern, S: Side> ConnectedBroker for ConnectedZmq<P, S> {
             received = closed.messages_received(),
             unhandled = closed.unhandled(),
             peers_seen = closed.peers_seen,
+            linger_ran_out = closed
+                .sockets
+                .iter()
+                .filter(|socket| socket.flush() == Flush::LingerRanOut)
+                .count(),
             "closed"
         );
         Ok(closed)

@@ -393,8 +393,8 @@ impl Connection {
         self.requests.get()
     }
 
-    /// Closes every socket and ends every task, all at once, within one bounded wait; never
-    /// panics.
+    /// Closes every socket and ends every task, all at once, within one bounded wait (the
+    /// linger, for what the sending sockets queued, and the close wait); never panics.
     pub(crate) async fn shutdown(&self) {
         if self.shutdown.send_replace(true) {
             return;
@@ -405,7 +405,11 @@ impl Connection {
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
         let joined = futures::future::join(
-            timeout(CLOSE_WAIT, futures::future::join_all(tasks)),
+            // A responder's socket lingers for its answers within this wait.
+            timeout(
+                self.settings.linger + CLOSE_WAIT,
+                futures::future::join_all(tasks),
+            ),
             self.outbound.close(),
         )
         .await;

@@ -74,6 +74,7 @@ impl Subscribing<'_> {
                     self.binds,
                     inbound,
                     self.shutdown.clone(),
+                    self.settings.linger,
                 )
                 .await?;
             self.outbound

@@ -121,7 +121,7 @@ pub use endpoint::{
 pub use error::{SendFailure, SocketFault, ZmqError};
 pub use lane::PARTITION_KEY_HEADER;
 pub use message::ZmqMessage;
-pub use monitor::{SocketSummary, SocketUse, ZmqMonitor};
+pub use monitor::{Flush, SocketSummary, SocketUse, ZmqMonitor};
 pub use publish::{ZmqPublish, ZmqPublisher};
 pub use readiness::{NotReady, Readiness};
 pub use rpc::{ToRequester, ZmqRequest, ZmqRequester};

@@ -283,6 +283,8 @@ pub(crate) struct SocketFigures {
     sent: AtomicU64,
     received: AtomicU64,
     unhandled: AtomicU64,
+    /// How the socket's close went ([`Flush`], as its index).
+    flush: std::sync::atomic::AtomicU8,
 }
 
 impl SocketFigures {
@@ -307,6 +309,15 @@ impl SocketFigures {
         self.count_unhandled(1);
     }
 
+    /// How the socket's close went.
+    pub(crate) fn closed(&self, flush: Flush) {
+        self.flush.store(flush as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
     fn summary(&self) -> SocketSummary {
         SocketSummary {
             what: self.what,
@@ -314,6 +325,34 @@ impl SocketFigures {
             sent: self.sent.load(Ordering::Relaxed),
             received: self.received.load(Ordering::Relaxed),
             unhandled: self.unhandled.load(Ordering::Relaxed),
+            flush: Flush::from_index(self.flush.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// How a sending socket's close went: whether what it had queued left before it closed.
+///
+/// "Left" is as far as this process can see: handed to the operating system's connection to
+/// the peer, not read by the peer. Neither client counts what it still queues, so a socket whose
+/// linger ran out says that much and no figure ([`SocketSummary::left`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Flush {
+    /// Not closed by a graceful shutdown (yet), or a socket that only reads.
+    Open = 0,
+    /// Closed after everything handed to it left, within the linger.
+    Flushed = 1,
+    /// The linger ran out first: what was still queued was dropped (libzmq), or is left to the
+    /// client's own tasks while the runtime lives (`zeromq`). How much, neither client says.
+    LingerRanOut = 2,
+}
+
+impl Flush {
+    const fn from_index(index: u8) -> Self {
+        match index {
+            1 => Self::Flushed,
+            2 => Self::LingerRanOut,
+            _ => Self::Open,
         }
     }
 }
@@ -327,9 +366,27 @@ pub struct SocketSummary {
     sent: u64,
     received: u64,
     unhandled: u64,
+    flush: Flush,
 }
 
 impl SocketSummary {
+    /// How the socket's close went: everything it was handed left, or its linger ran out first.
+    #[must_use]
+    pub const fn flush(&self) -> Flush {
+        self.flush
+    }
+
+    /// How many messages are known to have left it: all it was handed ([`sent`](Self::sent))
+    /// once it closed flushed; `None` while it is open, or after its linger ran out (neither
+    /// client says how many it still held).
+    #[must_use]
+    pub const fn left(&self) -> Option<u64> {
+        match self.flush {
+            Flush::Flushed => Some(self.sent),
+            Flush::Open | Flush::LingerRanOut => None,
+        }
+    }
+
     /// What the socket was for.
     #[must_use]
     pub const fn what(&self) -> SocketUse {

@@ -18,7 +18,7 @@ use tokio::{
 
 use crate::{
     error::{SendFailure, ZmqError},
-    monitor::{SocketFigures, SocketUse, ZmqMonitor},
+    monitor::{Flush, SocketFigures, SocketUse, ZmqMonitor},
     pattern::Role,
     routing::Target,
     settings::Settings,
@@ -69,6 +69,8 @@ pub(crate) struct Outbound {
     /// The socket a publish to the broker's own endpoint leaves through.
     writes_with: Role,
     send_timeout: Duration,
+    /// How long a graceful shutdown waits for each writer's socket to hand on what it queued.
+    linger: Duration,
     monitor: ZmqMonitor,
     /// Read by every send, and held only to look up or change the map: never across a wait.
     writers: RwLock<Writers>,
@@ -90,6 +92,7 @@ impl Outbound {
             transport,
             writes_with,
             send_timeout: settings.send_timeout,
+            linger: settings.linger,
             monitor,
             writers: RwLock::default(),
             opening: Mutex::default(),
@@ -258,7 +261,8 @@ impl Outbound {
             self.writers_mut().open.remove(target)
         };
         if let Some(open) = opened {
-            open.task.close().await;
+            // The subscription binds the address next: nothing waits for the publisher's peers.
+            open.task.close(Duration::ZERO).await;
         }
     }
 
@@ -302,6 +306,38 @@ impl Outbound {
             writers.closed = true;
             std::mem::take(&mut writers.open)
         };
-        futures::future::join_all(open.into_values().map(|open| open.task.close())).await;
+        // Together, so that the shutdown takes one linger, not one a writer.
+        let linger = self.linger;
+        futures::future::join_all(open.into_iter().map(|(target, open)| {
+            // The address a bound writer really listens on, as the warning names it.
+            let endpoint = match &target {
+                Target::Bind(_) => self.monitor.bound_address(),
+                Target::Dial(_) | Target::Queue(_) => None,
+            }
+            .unwrap_or_else(|| target.address().to_owned());
+            async move {
+                // Held until the task closed: a task ends at once, lingering for nothing, when
+                // its last handle goes.
+                let Open {
+                    writer,
+                    figures,
+                    task,
+                } = open;
+                let flush = task.close(linger).await;
+                drop(writer);
+                figures.closed(flush);
+                if flush == Flush::LingerRanOut {
+                    tracing::warn!(
+                        %endpoint,
+                        handed_to_socket = figures.sent(),
+                        linger = ?linger,
+                        "the linger ran out before what this socket queued left: the rest is \
+                         lost (how much, the client does not say); lengthen `linger`, or make \
+                         sure the peer reads before the service shuts down"
+                    );
+                }
+            }
+        }))
+        .await;
     }
 }

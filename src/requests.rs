@@ -79,8 +79,16 @@ impl RequestChannel {
         let inbound = Handoff::Direct(Box::new(move |answer| matcher.hand(answer)));
         // A DEALER's answers are matched in its task (`Handoff::Direct`), so no reading end is
         // handed over.
+        // Nothing to linger for: a shutdown fails every request still in flight.
         let (started, bound) = transport
-            .duplex(Role::Dealer, endpoint, binds, inbound, shutdown)
+            .duplex(
+                Role::Dealer,
+                endpoint,
+                binds,
+                inbound,
+                shutdown,
+                std::time::Duration::ZERO,
+            )
             .await?;
         let (sender, socket_task) = (started.sender, started.task);
         if let Some(address) = bound {

@@ -10,6 +10,8 @@ pub struct Settings {
     pub(crate) limits: WireLimits,
     /// How long a publish (or a request's send) waits for a peer when none is connected.
     pub(crate) send_timeout: Duration,
+    /// How long a graceful shutdown waits for each sending socket to hand on what it queued.
+    pub(crate) linger: Duration,
     /// How long a partial batch waits for more messages, unless a subscription says.
     pub(crate) batch_wait: Duration,
     /// How many messages read from the socket wait for the handler before the socket stops
@@ -47,6 +49,7 @@ impl Default for Settings {
         Self {
             limits: WireLimits::default(),
             send_timeout: Duration::from_secs(5),
+            linger: Duration::from_secs(2),
             batch_wait: Duration::from_millis(20),
             read_ahead: 256,
             lane_key: LaneKey::default(),

@@ -14,7 +14,7 @@ use tokio::{
 use super::reading_end::{ReadingEnd, Received};
 use crate::{
     error::{SendFailure, SocketFault, ZmqError},
-    monitor::ZmqMonitor,
+    monitor::{Flush, ZmqMonitor},
     pattern::Role,
     settings::Settings,
     wire::Frames,
@@ -134,8 +134,9 @@ pub(crate) trait WriteSocket: Sized + Send + 'static {
         async {}
     }
 
-    /// Closes the socket and all its connections.
-    fn close(self) -> impl Future<Output = ()> + Send;
+    /// Closes the socket and all its connections, once what it queued left, for at most
+    /// `linger`: answers whether it all did.
+    fn close(self, linger: Duration) -> impl Future<Output = Flush> + Send;
 }
 
 /// A socket that both sends and receives (ROUTER, DEALER), run by a task of its own so that a
@@ -201,8 +202,9 @@ pub(crate) trait DuplexDriver: Send + 'static {
         None
     }
 
-    /// Closes the socket; a send it still holds fails.
-    fn close(self) -> impl Future<Output = ()> + Send;
+    /// Closes the socket once what it queued left, for at most `linger`; a send it still holds
+    /// fails.
+    fn close(self, linger: Duration) -> impl Future<Output = Flush> + Send;
 }
 
 /// A client's error, as the crate's errors carry it.

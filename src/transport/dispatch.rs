@@ -2,6 +2,8 @@
 //! ([`AnyOpener`]) and the sending socket a writer's task owns ([`AnyWriteSocket`]), each an
 //! enum with a variant per backend, matched by [`each!`]. A new backend adds a variant to each.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use super::backend::{Opening, SocketBackend, WriteSocket};
@@ -12,7 +14,11 @@ use super::libzmq::Libzmq;
 #[cfg(feature = "zeromq")]
 use super::zeromq::Zeromq;
 use crate::{
-    error::ZmqError, monitor::ZmqMonitor, pattern::Role, routing::beyond_loopback, wire::Frames,
+    error::ZmqError,
+    monitor::{Flush, ZmqMonitor},
+    pattern::Role,
+    routing::beyond_loopback,
+    wire::Frames,
 };
 
 /// Runs `$body` with `$bound` bound to what the `$enum` value `$on` holds, whichever backend
@@ -155,8 +161,8 @@ impl AnyWriteSocket {
         each!(Self, self, socket => socket.look().await);
     }
 
-    /// Closes the socket and all its connections.
-    pub(crate) async fn close(self) {
-        each!(Self, self, socket => socket.close().await);
+    /// Closes the socket once what it queued left, for at most `linger`.
+    pub(crate) async fn close(self, linger: Duration) -> Flush {
+        each!(Self, self, socket => socket.close(linger).await)
     }
 }

@@ -8,7 +8,7 @@
 //! ([`Handoff::Direct`]), and a ROUTER whose answers never need its task is read by the
 //! subscription itself ([`ReadingEnd`]).
 
-use std::{sync::Arc, task::Poll};
+use std::{sync::Arc, task::Poll, time::Duration};
 
 use futures::future::BoxFuture;
 use tokio::{
@@ -28,7 +28,7 @@ use super::{
 };
 use crate::{
     error::{SendFailure, ZmqError},
-    monitor::SocketFigures,
+    monitor::{Flush, SocketFigures},
     wire::Frames,
 };
 
@@ -113,6 +113,14 @@ impl Handoff {
         permit.send(received);
         if let Self::Channel(_, figures) = self {
             figures.count_received();
+        }
+    }
+
+    /// How the socket's close went, on the figures of a socket whose reads go to a channel (a
+    /// responder's, whose answers it sends).
+    fn closed_with(&self, flush: Flush) {
+        if let Self::Channel(_, figures) = self {
+            figures.closed(flush);
         }
     }
 
@@ -270,11 +278,13 @@ impl DuplexSender {
 /// Starts a duplex socket's task: it takes the sends handed to it, hands what the socket reads
 /// to `inbound` (one message waiting for room while the handler side is full, the socket sending
 /// meanwhile, so that a reply is never stuck behind the requests it answers), and ends at
-/// shutdown, or once nobody takes what the socket reads.
+/// shutdown, or once nobody takes what the socket reads, closing the socket once what it
+/// queued left, for at most `linger`.
 pub(crate) fn run<D: DuplexDriver>(
     driving: Driving<D>,
     inbound: Handoff,
     mut shutdown: watch::Receiver<bool>,
+    linger: Duration,
 ) -> Started {
     let Driving {
         mut driver,
@@ -330,7 +340,8 @@ pub(crate) fn run<D: DuplexDriver>(
         if let Some(received) = pending {
             inbound.lost(received);
         }
-        driver.close().await;
+        let flush = driver.close(linger).await;
+        inbound.closed_with(flush);
     };
     Started {
         sender,
@@ -395,7 +406,9 @@ mod tests {
             self.0.pop_front()
         }
 
-        async fn close(self) {}
+        async fn close(self, _: Duration) -> Flush {
+            Flush::Flushed
+        }
     }
 
     fn numbers(rx: &mut mpsc::Receiver<Received>) -> Vec<u8> {

@@ -28,7 +28,7 @@ pub(crate) use reading::{Probe, ReadInto};
 pub(crate) use reading_end::{ReadingEnd, Received, Release};
 pub(crate) use writer::{Writer, WriterTask};
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 #[cfg(feature = "testing")]
 use ruststream::{Bytes, HeaderMap};
@@ -251,7 +251,7 @@ impl Transport {
 
     /// Opens a duplex socket (ROUTER, DEALER), bound or dialing: answers the handle that sends
     /// through it, the task that runs it (handing what it reads to `inbound`, ending at
-    /// `shutdown`) or the reading end a subscription reads itself (a channel `inbound` allows
+    /// `shutdown` and closing the socket once what it queued left, for at most `linger`) or the reading end a subscription reads itself (a channel `inbound` allows
     /// that), and the bound address.
     pub(crate) async fn duplex(
         &self,
@@ -260,11 +260,13 @@ impl Transport {
         binds: bool,
         inbound: Handoff,
         shutdown: watch::Receiver<bool>,
+        linger: Duration,
     ) -> Result<(Started, Option<String>), ZmqError> {
         let address = address.to_owned();
         each!(AnyOpener, &*self.opener, opener => {
             let opener = opener.clone();
-            self.run(open_duplex(opener, role, address, binds, inbound, shutdown)).await
+            let opening = open_duplex(opener, role, address, binds, inbound, shutdown, linger);
+            self.run(opening).await
         })
     }
 
@@ -326,6 +328,7 @@ async fn open_duplex<B: SocketBackend>(
     binds: bool,
     inbound: Handoff,
     shutdown: watch::Receiver<bool>,
+    linger: Duration,
 ) -> Result<(Started, Option<String>), ZmqError> {
     let at = opener.opening(role, address);
     let (socket, bound) = if binds {
@@ -336,8 +339,6 @@ async fn open_duplex<B: SocketBackend>(
         (B::DuplexSocket::dial(at).await?, None)
     };
     let reads_itself = matches!(inbound, Handoff::Channel(..));
-    Ok((
-        duplex::run(socket.drive(reads_itself), inbound, shutdown),
-        bound,
-    ))
+    let started = duplex::run(socket.drive(reads_itself), inbound, shutdown, linger);
+    Ok((started, bound))
 }

@@ -31,6 +31,7 @@ use super::{
 };
 use crate::{
     error::{SendFailure, ZmqError},
+    monitor::Flush,
     wire::Frames,
 };
 
@@ -140,8 +141,9 @@ pub(crate) struct Writer {
 
 /// The task of a [`Writer`]: closing it closes the socket.
 pub(crate) struct WriterTask {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    /// Stops the task, with how long its socket lingers.
+    stop: oneshot::Sender<Duration>,
+    task: JoinHandle<Flush>,
 }
 
 impl Writer {
@@ -261,13 +263,18 @@ impl Writer {
 }
 
 impl WriterTask {
-    /// Stops the task and closes its socket, waiting at most [`CLOSE_WAIT`]; sends still
-    /// queued fail with a shut-down error.
-    pub(crate) async fn close(self) {
-        let _ = self.stop.send(());
+    /// Stops the task and closes its socket once what it queued left, for at most `linger`
+    /// (and the close wait for the task itself); sends still queued for the task fail with a
+    /// shut-down error. Answers whether what the socket queued left.
+    pub(crate) async fn close(self, linger: Duration) -> Flush {
+        let _ = self.stop.send(linger);
         let abort = self.task.abort_handle();
-        if timeout(CLOSE_WAIT, self.task).await.is_err() {
-            abort.abort();
+        match timeout(linger + CLOSE_WAIT, self.task).await {
+            Ok(flush) => flush.unwrap_or(Flush::LingerRanOut),
+            Err(_) => {
+                abort.abort();
+                Flush::LingerRanOut
+            }
         }
     }
 }
@@ -322,8 +329,10 @@ async fn run(
     socket: HeldSocket,
     mut jobs: mpsc::Receiver<Job>,
     shared: Arc<WriterState>,
-    mut stop: oneshot::Receiver<()>,
-) {
+    mut stop: oneshot::Receiver<Duration>,
+) -> Flush {
+    // A task dropped without a close lingers for nothing.
+    let mut linger = Duration::ZERO;
     let looks = socket
         .lock()
         .await
@@ -335,14 +344,20 @@ async fn run(
             let Some(sending) = held.as_mut() else { break };
             tokio::select! {
                 biased;
-                _ = &mut stop => break,
+                asked = &mut stop => {
+                    linger = asked.unwrap_or_default();
+                    break;
+                }
                 () = sending.reach() => shared.reached(),
             }
             continue;
         }
         let job = tokio::select! {
             biased;
-            _ = &mut stop => break,
+            asked = &mut stop => {
+                linger = asked.unwrap_or_default();
+                break;
+            }
             job = jobs.recv() => match job {
                 Some(job) => job,
                 None => break,
@@ -361,7 +376,8 @@ async fn run(
     // What is still queued fails with a shut-down error as its senders are dropped.
     drop(jobs);
     let closing = socket.lock().await.take();
-    if let Some(sending) = closing {
-        sending.close().await;
+    match closing {
+        Some(sending) => sending.close(linger).await,
+        None => Flush::Flushed,
     }
 }

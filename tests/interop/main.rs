@@ -27,6 +27,7 @@ mod on_zeromq {
 
     // The scenarios of every backend: the same list in both backends' modules.
     mod fanout;
+    mod flush;
     mod hostile;
     mod queue;
     mod restarts;
@@ -57,6 +58,7 @@ mod on_libzmq {
 
     // The scenarios of every backend: the same list in both backends' modules.
     mod fanout;
+    mod flush;
     mod hostile;
     mod queue;
     mod restarts;

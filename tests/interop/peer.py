@@ -19,6 +19,9 @@ each command read from stdin:
     {"op": "send_json", "value": <any>}      -> {"sent": 1}          (pyzmq's send_json)
     {"op": "recv", "timeout_ms": <n>}        -> {"frames": [...], "wire": {...}}  or {"timeout": true}
     {"op": "events"}                         -> {"events": ["CONNECTED", ...]}   (socket monitor)
+    {"op": "count", "expect": n, "quiet_ms": q, "pause_every": k, "pause_ms": p}
+                                             -> {"counted": <messages read>}  reads until n came,
+                                                or none for q ms; sleeps p ms after every k
     {"op": "exit"}
 
 Frames travel as latin-1 strings: each byte is the character of the same code point, so any
@@ -41,6 +44,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import zmq
 import zmq.utils.monitor
@@ -208,6 +212,15 @@ def run(command, sock, events, drain_monitor):
             out({"frames": [to_text(f) for f in frames], "wire": read_wire(frames)})
         else:
             out({"timeout": True})
+    elif op == "count":
+        counted = 0
+        every = int(command.get("pause_every", 0))
+        while counted < int(command["expect"]) and sock.poll(int(command["quiet_ms"]), zmq.POLLIN):
+            sock.recv_multipart()
+            counted += 1
+            if every and counted % every == 0:
+                time.sleep(command.get("pause_ms", 0) / 1000)
+        out({"counted": counted})
     elif op == "events":
         drain_monitor()
         out({"events": events})

@@ -17,6 +17,7 @@ mod table;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, OnceLock, PoisonError, atomic::Ordering},
+    time::Duration,
 };
 
 use ruststream::{Bytes, HeaderMap, OutgoingMessage, RawMessage, testing::Coordinator};
@@ -32,6 +33,7 @@ use super::{
 };
 use crate::{
     error::ZmqError,
+    monitor::Flush,
     pattern::{PatternFacts, Role},
     settings::Settings,
     wire::{self, Frames},
@@ -337,8 +339,10 @@ impl WriteSocket for BusWriteSocket {
         BUS.changed.notified().await;
     }
 
-    async fn close(self) {
+    /// The bus hands a message on as it is sent: nothing is left to flush.
+    async fn close(self, _linger: Duration) -> Flush {
         BUS.detach(&self.address, self.id);
+        Flush::Flushed
     }
 }
 
@@ -412,7 +416,8 @@ impl DuplexDriver for BusDuplexSocket {
         Some(self.reader.next().await)
     }
 
-    async fn close(self) {
+    async fn close(self, _linger: Duration) -> Flush {
         self.reader.detach();
+        Flush::Flushed
     }
 }

@@ -94,6 +94,12 @@ impl Driven {
         register(Owned { shared, signal }).map(Self).map_err(fault)
     }
 
+    /// How long the socket keeps what it queued once closed, for its peers to take.
+    pub(super) fn set_linger(&self, linger: std::time::Duration) {
+        let millis = i32::try_from(linger.as_millis()).unwrap_or(i32::MAX);
+        let _ = self.shared().with(|socket| socket.set_linger(millis));
+    }
+
     fn shared(&self) -> &DrivenState {
         &self.0.get_ref().shared
     }

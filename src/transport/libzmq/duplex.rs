@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use ruststream::Bytes;
+use std::time::Duration;
+
 use tokio::time::{Instant, sleep_until};
 
 use super::{MonitoredSocket, Options, driven::Sending, send_failed};
 use crate::{
     error::ZmqError,
+    monitor::Flush,
     pattern::Role,
     transport::{
         backend::{
@@ -127,11 +130,11 @@ impl DuplexDriver for LibzmqDuplexDriver {
         }
     }
 
-    async fn close(self) {
+    async fn close(self, linger: Duration) -> Flush {
         if let Some((_, _, done)) = self.waiting {
             done.settle(Err(socket_gone()));
         }
-        self.socket.close().await;
+        self.socket.close(linger).await
     }
 }
 

@@ -46,7 +46,7 @@ use super::{
 use crate::{
     endpoint::bind_form,
     error::{SendFailure, SocketFault, ZmqError},
-    monitor::ZmqMonitor,
+    monitor::{Flush, ZmqMonitor},
     pattern::Role,
     settings::Settings,
     wire::Frames,
@@ -152,6 +152,9 @@ const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 
 /// How long a closed sending socket keeps trying to deliver what it already took.
 const LINGER: Duration = CLOSE_WAIT;
+
+/// How long past its linger a closed socket's monitor may take to say it is gone.
+const STOP_MARGIN: Duration = Duration::from_millis(250);
 
 /// Runs a blocking libzmq call until it ends with anything but `EINTR`. A signal the process
 /// handles (tokio installs handlers for child processes and for shutdown) interrupts a blocking
@@ -342,21 +345,33 @@ impl MonitoredSocket {
         self.peers.now().reached(self.binds)
     }
 
-    /// Closes the socket. libzmq closes it in the background: a bound one is waited for until
-    /// its listener closed (at most the close wait), so that its address is free again when
-    /// this returns, as the broker's `shutdown` promises.
-    async fn close(self) {
+    /// Closes the socket, keeping what it queued for its peers for at most `linger`. libzmq
+    /// closes it in the background, and its monitor says when the socket is gone: what it
+    /// queued left, or the linger ran out. A bound one is also waited for until its listener
+    /// closed, so that its address is free again when this returns, as the broker's `shutdown`
+    /// promises.
+    async fn close(self, linger: Duration) -> Flush {
         let Self {
             driven,
             peers,
             binds,
             ..
         } = self;
+        driven.set_linger(linger);
+        let began = Instant::now();
         drop(driven);
-        if !binds {
-            return;
+        let gone = tokio::time::timeout(linger + STOP_MARGIN, peers.until(|peers| peers.stopped))
+            .await
+            .is_ok();
+        if binds {
+            let _ = tokio::time::timeout(LINGER, peers.until(|peers| peers.unbound)).await;
         }
-        let _ = tokio::time::timeout(LINGER, peers.until(|peers| peers.unbound)).await;
+        // Gone before the linger ran out: nothing was left to drop.
+        if gone && began.elapsed() < linger {
+            Flush::Flushed
+        } else {
+            Flush::LingerRanOut
+        }
     }
 
     /// Why a send did not leave by its deadline.
@@ -464,7 +479,8 @@ impl ReadSocket for LibzmqReadSocket {
     }
 
     async fn close(self) {
-        self.0.close().await;
+        // A reading socket queues nothing to send.
+        self.0.close(Duration::ZERO).await;
     }
 
     /// Hands a bound PULL over to the subscription, which reads it in its own task
@@ -507,8 +523,8 @@ impl WriteSocket for LibzmqWriteSocket {
     }
 
     /// libzmq keeps delivering what it took for a short while.
-    async fn close(self) {
-        self.0.close().await;
+    async fn close(self, linger: Duration) -> Flush {
+        self.0.close(linger).await
     }
 }
 

@@ -67,6 +67,9 @@ pub(super) struct Peers {
     ever_lost: bool,
     /// Whether the socket's listener closed.
     pub(super) unbound: bool,
+    /// Whether libzmq destroyed the socket: after its close, once what it queued left or its
+    /// linger ran out.
+    pub(super) stopped: bool,
 }
 
 impl Peers {
@@ -82,7 +85,8 @@ impl Peers {
                 return true;
             }
             Event::ListenerClosed => self.unbound = true,
-            Event::Refused | Event::Stopped | Event::Other => {}
+            Event::Stopped => self.stopped = true,
+            Event::Refused | Event::Other => {}
         }
         false
     }
@@ -162,11 +166,13 @@ impl Watched {
                         let _ = events.recv_bytes(0);
                     }
                     let event = Event::parse(&event);
-                    if event == Event::Stopped {
-                        break;
-                    }
                     watcher.take(event, role, &address, binds, &monitor);
+                    if event == Event::Stopped {
+                        return;
+                    }
                 }
+                // The monitor failed: nothing more will be told, so no close waits for it.
+                watcher.take(Event::Stopped, role, &address, binds, &monitor);
             })
             .map_err(|_| zmq::Error::EMFILE)?;
         Ok(watched)

@@ -12,7 +12,7 @@ use zeromq::{
     SubSocket, ZmqError as ClientError, ZmqMessage as ClientMessage,
 };
 
-use crate::pattern::Role;
+use crate::{monitor::Flush, pattern::Role};
 
 /// How long one attempt to reach a peer may take before the supervisor tries again.
 pub(super) const CONNECT_ATTEMPT: Duration = Duration::from_millis(500);
@@ -60,9 +60,13 @@ macro_rules! each {
 /// A peer whose handshake began before the listener stopped joins the socket afterwards, and the
 /// client would hold that connection open for good, so each late arrival the monitor reports
 /// is shut out in turn, until the socket is gone.
-pub(super) async fn close_client<S: Socket + 'static>(socket: S, events: Receiver<SocketEvent>) {
+pub(super) async fn close_client<S: Socket + 'static>(
+    socket: S,
+    events: Receiver<SocketEvent>,
+    linger: Duration,
+) -> Flush {
     let state = Arc::downgrade(&socket.backend());
-    close_client_of(socket, events, state).await;
+    close_client_of(socket, events, state, linger).await
 }
 
 /// [`close_client`], where the peers' state is not (or no longer) `socket`'s own: a split
@@ -71,14 +75,16 @@ pub(super) async fn close_client_of<S: Socket + 'static>(
     socket: S,
     events: Receiver<SocketEvent>,
     state: Weak<dyn MultiPeerBackend>,
-) {
+    linger: Duration,
+) -> Flush {
     // The client's shutdown takes locks that block the thread (`scc`'s `_sync` calls) while its
     // own tasks may hold them across an await: on runtime workers, two such waits stalled every
     // worker for good (seen under load). Closing on the blocking pool leaves the workers free.
     let runtime = tokio::runtime::Handle::current();
-    let closing =
-        tokio::task::spawn_blocking(move || runtime.block_on(close_here(socket, events, state)));
-    let _ = closing.await;
+    let closing = tokio::task::spawn_blocking(move || {
+        runtime.block_on(close_here(socket, events, state, linger))
+    });
+    closing.await.unwrap_or(Flush::LingerRanOut)
 }
 
 /// Closes a split dialing DEALER: no send starts after this, and its peer is cut once both
@@ -89,36 +95,50 @@ pub(super) async fn close_split_dealer(recv: DealerRecvHalf, slot: &DealerSlot) 
 }
 
 /// [`close_client`]'s work, on the thread that runs it.
+///
+/// The client writes to each peer from a task of its own, which goes on writing what it queued
+/// after the socket is gone, and holds the socket's state until it is done; the monitor's
+/// channel ends with that state. So the wait for the channel's end, bounded by `linger`, is the
+/// wait for what was queued to leave.
 pub(super) async fn close_here<S: Socket>(
-    mut socket: S,
+    socket: S,
     mut events: Receiver<SocketEvent>,
     backend: Weak<dyn MultiPeerBackend>,
-) {
-    // Only a socket that listened can see a late arrival: a dialing one, renewed at every
-    // reconnect, needs no watcher.
-    let listened = !socket.binds().is_empty();
+    linger: Duration,
+) -> Flush {
     // Room in the monitor channel, so that no late arrival goes unreported.
     while events.try_recv().is_ok() {}
     let _ = socket.close().await;
     let Some(still_held) = backend.upgrade() else {
-        return;
+        return Flush::Flushed;
     };
     still_held.shutdown();
     drop(still_held);
-    if !listened {
-        return;
+    let drained = tokio::time::timeout(linger, shut_out_late(&mut events, &backend))
+        .await
+        .is_ok();
+    if !drained {
+        // Left to the client's tasks while the runtime lives; late arrivals are still shut out.
+        tokio::spawn(async move { shut_out_late(&mut events, &backend).await });
     }
-    tokio::spawn(async move {
-        // Ends when the last holder of the socket's state lets go, and the monitor with it.
-        while let Some(event) = events.next().await {
-            if matches!(event, SocketEvent::Accepted(..)) {
-                let Some(late) = backend.upgrade() else {
-                    return;
-                };
-                let _ = tokio::task::spawn_blocking(move || late.shutdown()).await;
-            }
+    if drained {
+        Flush::Flushed
+    } else {
+        Flush::LingerRanOut
+    }
+}
+
+/// Shuts out each peer whose handshake began before the listener stopped, until the last holder
+/// of the socket's state lets go, and the monitor with it.
+async fn shut_out_late(events: &mut Receiver<SocketEvent>, backend: &Weak<dyn MultiPeerBackend>) {
+    while let Some(event) = events.next().await {
+        if matches!(event, SocketEvent::Accepted(..)) {
+            let Some(late) = backend.upgrade() else {
+                return;
+            };
+            let _ = tokio::task::spawn_blocking(move || late.shutdown()).await;
         }
-    });
+    }
 }
 
 impl PullOrSub {
@@ -207,7 +227,7 @@ pub(super) trait ClientSocket: Sized + Send {
     async fn connect(&mut self, address: &str) -> Result<(), ClientError>;
     fn monitor(&mut self) -> Receiver<SocketEvent>;
     /// Closes the socket; `events` is its monitor, watched for peers that join late.
-    async fn close(self, events: Receiver<SocketEvent>);
+    async fn close(self, events: Receiver<SocketEvent>, linger: Duration) -> Flush;
 }
 
 /// The supervisor's view of a socket kind, forwarded to whichever client socket it holds.
@@ -230,8 +250,8 @@ macro_rules! client_socket {
                 each!(self, s => s.monitor(), $(Self::$variant),+)
             }
 
-            async fn close(self, events: Receiver<SocketEvent>) {
-                each!(self, s => close_client(s, events).await, $(Self::$variant),+)
+            async fn close(self, events: Receiver<SocketEvent>, linger: Duration) -> Flush {
+                each!(self, s => close_client(s, events, linger).await, $(Self::$variant),+)
             }
         }
     };
@@ -271,11 +291,15 @@ impl ClientSocket for RouterOrDealer {
         }
     }
 
-    async fn close(self, events: Receiver<SocketEvent>) {
+    async fn close(self, events: Receiver<SocketEvent>, linger: Duration) -> Flush {
         match self {
-            Self::Router(s) => close_client(s, events).await,
-            Self::Dealer(s) => close_client(s, events).await,
-            Self::SplitDealer(recv, slot) => close_split_dealer(recv, &slot).await,
+            Self::Router(s) => close_client(s, events, linger).await,
+            Self::Dealer(s) => close_client(s, events, linger).await,
+            // A requester's DEALER: what it still holds are requests, failed at shutdown.
+            Self::SplitDealer(recv, slot) => {
+                close_split_dealer(recv, &slot).await;
+                Flush::Open
+            }
         }
     }
 }

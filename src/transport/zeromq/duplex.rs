@@ -1,7 +1,10 @@
 //! The `zeromq` client's ROUTER and DEALER, driven by a task of their own: the driver, the split
 //! halves that let answers and requests leave from the tasks that send them, and those sends.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::{
+    sync::{Arc, Mutex, PoisonError, Weak},
+    time::Duration,
+};
 
 use futures::{FutureExt, StreamExt};
 use tokio::sync::OwnedMutexGuard;
@@ -18,6 +21,7 @@ use super::{
 };
 use crate::{
     error::ZmqError,
+    monitor::Flush,
     pattern::Role,
     transport::{
         backend::{
@@ -139,10 +143,10 @@ impl DuplexDriver for ZeromqDuplexDriver {
         None
     }
 
-    async fn close(self) {
+    async fn close(self, linger: Duration) -> Flush {
         match self.split {
-            Some(split) => split.close(self.this).await,
-            None => self.this.close().await,
+            Some(split) => split.close(self.this, linger).await,
+            None => self.this.close(linger).await,
         }
     }
 }
@@ -187,13 +191,16 @@ impl SplitRouter {
     }
 
     /// Closes the ROUTER: no send starts after this, its listeners stop, and its peers are cut.
-    async fn close(self, supervised: Supervised<RouterOrDealer>) {
+    async fn close(self, supervised: Supervised<RouterOrDealer>, linger: Duration) -> Flush {
         let Self { recv, send, state } = self;
         drop(send.lock().unwrap_or_else(PoisonError::into_inner).take());
         drop(recv);
         let Supervised { socket, events, .. } = supervised;
-        if let RouterOrDealer::Router(listeners) = socket {
-            close_client_of(listeners, events, state).await;
+        match socket {
+            RouterOrDealer::Router(listeners) => {
+                close_client_of(listeners, events, state, linger).await
+            }
+            _ => Flush::Open,
         }
     }
 }

@@ -14,7 +14,7 @@ mod client;
 mod duplex;
 mod supervised;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use tokio::{
@@ -32,7 +32,7 @@ use super::{
     backend::{HandOver, Opening, ReadSocket, SocketBackend, WriteSocket, refused_send, stopped},
     reading_end::{ReadingEnd, Received},
 };
-use crate::{error::ZmqError, settings::Settings, wire::Frames};
+use crate::{error::ZmqError, monitor::Flush, settings::Settings, wire::Frames};
 
 /// The pure-Rust `zeromq` client (feature `zeromq`, on by default): nothing to install, and
 /// every peer of the same ZMTP 3 wire. Its limits are the client's own: no heartbeats, no
@@ -102,7 +102,8 @@ impl ReadSocket for ZeromqReadSocket {
     }
 
     async fn close(self) {
-        self.0.close().await;
+        // A reading socket queues nothing to send.
+        self.0.close(Duration::ZERO).await;
     }
 
     /// Hands a bound PULL over to the subscription, which reads it in its own task
@@ -136,7 +137,7 @@ impl ReadSocket for ZeromqReadSocket {
             }
             let Supervised { socket, events, .. } = this;
             if let PullOrSub::Pull(listeners) = socket {
-                close_client_of(listeners, events, state).await;
+                close_client_of(listeners, events, state, Duration::ZERO).await;
             }
         };
         HandOver::Handed(reading, Box::pin(task))
@@ -181,8 +182,8 @@ impl WriteSocket for ZeromqWriteSocket {
         self.0.notice_disconnects().await;
     }
 
-    async fn close(self) {
-        self.0.close().await;
+    async fn close(self, linger: Duration) -> Flush {
+        self.0.close(linger).await
     }
 }
 

@@ -14,7 +14,7 @@ use super::{
 use crate::{
     endpoint::bind_form,
     error::ZmqError,
-    monitor::ZmqMonitor,
+    monitor::{Flush, ZmqMonitor},
     pattern::Role,
     transport::backend::{Opening, fault},
     wire::Frames,
@@ -106,8 +106,12 @@ impl<S: ClientSocket> Supervised<S> {
         let mut fresh = S::fresh(self.role, &self.topics).await;
         let fresh_events = fresh.monitor();
         let old = std::mem::replace(&mut self.socket, fresh);
-        old.close(std::mem::replace(&mut self.events, fresh_events))
-            .await;
+        // Its peer is gone: nothing queued for it can leave.
+        old.close(
+            std::mem::replace(&mut self.events, fresh_events),
+            Duration::ZERO,
+        )
+        .await;
         if std::mem::take(&mut self.connected) && !self.binds {
             self.monitor.count_peer_disconnected();
         }
@@ -252,8 +256,9 @@ impl<S: ClientSocket> Supervised<S> {
         }
     }
 
-    pub(super) async fn close(self) {
-        self.socket.close(self.events).await;
+    /// Closes the socket once what it queued left, for at most `linger`.
+    pub(super) async fn close(self, linger: Duration) -> Flush {
+        self.socket.close(self.events, linger).await
     }
 }
 
