@@ -117,10 +117,20 @@ impl Handoff {
     }
 
     /// How the socket's close went, on the figures of a socket whose reads go to a channel (a
-    /// responder's, whose answers it sends).
-    fn closed_with(&self, flush: Flush) {
-        if let Self::Channel(_, figures) = self {
-            figures.closed(flush);
+    /// responder's, whose answers it sends), and said once where answers were left behind.
+    fn closed_with(&self, flush: Flush, endpoint: &str) {
+        let Self::Channel(_, figures) = self else {
+            return;
+        };
+        figures.closed(flush);
+        if flush == Flush::LingerRanOut {
+            tracing::warn!(
+                endpoint,
+                handed_to_socket = figures.sent(),
+                "the linger ran out before the answers this socket queued left: the rest is lost \
+                 (how much, the client does not say); lengthen `linger`, or make sure the \
+                 requesters read before the service shuts down"
+            );
         }
     }
 
@@ -341,7 +351,7 @@ pub(crate) fn run<D: DuplexDriver>(
             inbound.lost(received);
         }
         let flush = driver.close(linger).await;
-        inbound.closed_with(flush);
+        inbound.closed_with(flush, &endpoint);
     };
     Started {
         sender,

@@ -10,7 +10,7 @@ use ruststream_zmq::{Flush, SocketUse, ZmqEndpoint, ZmqPublisher};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::ZmqQueue;
+use super::{ZmqFanout, ZmqQueue};
 use crate::support::{ChildTest, PyPeer, STEP, captured_logs, is_child, log_lines, test_name};
 
 /// As the issue that asked for it measured: 50,000 messages of 2 KB.
@@ -59,7 +59,11 @@ async fn a_shutdown_right_after_the_last_publish_hands_every_message_to_a_slow_r
         .await;
     let end = service.end(Duration::from_secs(120)).await;
     assert!(end.passed(), "the service failed: {}", end.describe());
-    if let Some(said) = end.stdout.lines().find(|line| line.contains("shutdown took")) {
+    if let Some(said) = end
+        .stdout
+        .lines()
+        .find(|line| line.contains("shutdown took"))
+    {
         println!("{said}");
     }
     assert_eq!(
@@ -114,9 +118,11 @@ async fn a_peer_that_reads_nothing_holds_the_shutdown_no_longer_than_the_linger_
     assert!(end.passed(), "{}", end.describe());
 }
 
+/// How long the brokers that find no reader linger.
+const SHORT: Duration = Duration::from_secs(1);
+
 async fn not_read_in_a_process_of_its_own() {
     captured_logs();
-    const SHORT: Duration = Duration::from_secs(1);
     let queue = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
         .linger(SHORT)
         .send_timeout(Duration::from_millis(300))
@@ -150,4 +156,98 @@ async fn not_read_in_a_process_of_its_own() {
         1,
         "one warning naming the endpoint: {warned:?}"
     );
+}
+
+fn fanout_not_read() -> String {
+    test_name(
+        module_path!(),
+        "a_subscriber_that_stops_reading_holds_a_fanouts_shutdown_no_longer_than_the_linger",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_holds_a_fanouts_shutdown_no_longer_than_the_linger() {
+    if is_child(&fanout_not_read()) {
+        return fanout_not_read_in_a_process_of_its_own().await;
+    }
+    let end = ChildTest::spawn(&fanout_not_read())
+        .end(Duration::from_secs(120))
+        .await;
+    assert!(end.passed(), "{}", end.describe());
+}
+
+async fn fanout_not_read_in_a_process_of_its_own() {
+    captured_logs();
+    let hub = ZmqFanout::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .linger(SHORT)
+        .connect()
+        .await
+        .unwrap();
+    let address = hub.bind_publisher().await.unwrap();
+    let mut sub =
+        PyPeer::connect("SUB", &address, json!({"SUBSCRIBE": "flush", "RCVHWM": 1})).await;
+    // A publisher drops what it sends before the subscription arrives: publish until one is
+    // heard, then never read again.
+    let publisher = hub.publisher();
+    let deadline = Instant::now() + STEP;
+    loop {
+        publish(&publisher, 1).await;
+        if sub.recv(Duration::from_millis(50)).await.is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the subscriber heard nothing");
+    }
+    publish(&publisher, 40_000).await;
+    let began = Instant::now();
+    let closed = hub.shutdown().await.unwrap();
+    let took = began.elapsed();
+    assert!(
+        took < SHORT + Duration::from_secs(2),
+        "a subscriber that reads nothing held the shutdown {took:?}, past a linger of {SHORT:?}"
+    );
+    let socket = closed
+        .sockets()
+        .iter()
+        .find(|socket| socket.what() == SocketUse::Publisher)
+        .expect("the publisher's socket in the summary");
+    assert_eq!(socket.flush(), Flush::LingerRanOut, "{socket:?}");
+    let warned = log_lines(&["the linger ran out", &address]);
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning naming the endpoint: {warned:?}"
+    );
+}
+
+/// A shutdown waits only for what is still queued: a responder whose requester read every answer
+/// closes at once, its answers all left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responder_whose_requester_read_every_answer_closes_flushed_at_once() {
+    let (running, address, monitor) = super::rpc::bound_responder_watched().await;
+    let mut dealer = PyPeer::connect("DEALER", &address, json!({})).await;
+    for id in 1..=5u64 {
+        let headers = format!("correlation-id: ask-{id}");
+        dealer
+            .send(&[
+                b"quotes",
+                headers.as_bytes(),
+                json!({"id": id}).to_string().as_bytes(),
+            ])
+            .await;
+    }
+    for _ in 1..=5 {
+        dealer.expect("an answer").await;
+    }
+    let began = Instant::now();
+    running.shutdown().await.unwrap();
+    let took = began.elapsed();
+    let responder = monitor
+        .sockets()
+        .into_iter()
+        .find(|socket| socket.what() == SocketUse::Subscriber)
+        .expect("the responder's socket in the summary");
+    assert_eq!(responder.flush(), Flush::Flushed, "{responder:?}");
+    assert_eq!(responder.left(), Some(5), "{responder:?}");
+    // The default linger is 2 s: a close that waited for it would take that long.
+    assert!(took < Duration::from_secs(1), "the shutdown took {took:?}");
 }

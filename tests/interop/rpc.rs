@@ -33,6 +33,12 @@ async fn quote(ask: &Ask) -> Quote {
 
 /// A service with a bound responder named `quotes`; answers it and the address it listens on.
 pub async fn bound_responder() -> (ruststream::runtime::RunningApp, String) {
+    let (running, address, _) = bound_responder_watched().await;
+    (running, address)
+}
+
+/// [`bound_responder`], and its broker's monitor.
+pub async fn bound_responder_watched() -> (ruststream::runtime::RunningApp, String, ZmqMonitor) {
     let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
     let monitor = broker.monitor();
     let app = RustStream::new(AppInfo::new("quotes", "0.1.0")).with_broker(broker, |b| {
@@ -45,7 +51,8 @@ pub async fn bound_responder() -> (ruststream::runtime::RunningApp, String) {
         .transform(ToRequester);
     });
     let running = app.start().await.unwrap();
-    (running, monitor.bound_address().unwrap())
+    let address = monitor.bound_address().unwrap();
+    (running, address, monitor)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
