@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, HeaderMap, OutgoingMessage, Publisher};
 use ruststream_zmq::{Flush, SocketUse, ZmqEndpoint, ZmqPublisher};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{ZmqFanout, ZmqQueue};
-use crate::support::{ChildTest, PyPeer, STEP, captured_logs, is_child, log_lines, test_name};
+use super::{ZmqFanout, ZmqQueue, ZmqRpc, prelude::*};
+use crate::support::{
+    ChildTest, PyPeer, STEP, captured_logs, is_child, log_lines, test_name, until,
+};
 
 /// As the issue that asked for it measured: 50,000 messages of 2 KB.
 const MESSAGES: u64 = 50_000;
@@ -156,6 +159,12 @@ async fn not_read_in_a_process_of_its_own() {
         1,
         "one warning naming the endpoint: {warned:?}"
     );
+    let closing = log_lines(&["closed", "linger_ran_out=1"]);
+    assert_eq!(
+        closing.len(),
+        1,
+        "the closing line counts the socket: {closing:?}"
+    );
 }
 
 fn fanout_not_read() -> String {
@@ -250,4 +259,86 @@ async fn a_responder_whose_requester_read_every_answer_closes_flushed_at_once() 
     assert_eq!(responder.left(), Some(5), "{responder:?}");
     // The default linger is 2 s: a close that waited for it would take that long.
     assert!(took < Duration::from_secs(1), "the shutdown took {took:?}");
+}
+
+#[derive(Debug, Deserialize, Serialize, Outgoing)]
+pub struct Echo {
+    pub text: String,
+}
+
+#[subscriber(Responder::<Bound>, reply("reply"))]
+async fn echo(ask: &Echo) -> Echo {
+    Echo {
+        text: ask.text.clone(),
+    }
+}
+
+fn answers_not_read() -> String {
+    test_name(
+        module_path!(),
+        "a_requester_that_reads_no_answer_holds_a_responders_shutdown_no_longer_than_the_linger",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requester_that_reads_no_answer_holds_a_responders_shutdown_no_longer_than_the_linger() {
+    if is_child(&answers_not_read()) {
+        return answers_not_read_in_a_process_of_its_own().await;
+    }
+    let end = ChildTest::spawn(&answers_not_read())
+        .end(Duration::from_secs(120))
+        .await;
+    assert!(end.passed(), "{}", end.describe());
+}
+
+async fn answers_not_read_in_a_process_of_its_own() {
+    captured_logs();
+    const ASKED: u64 = 3_000;
+    let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).linger(SHORT);
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("echo", "0.1.0")).with_broker(broker, |b| {
+        b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
+            .out_reply(Publish)
+            .transform(ToRequester);
+    });
+    let running = app.start().await.unwrap();
+    let address = monitor.bound_address().unwrap();
+    // Answers of 16 KB, to a requester that takes one into its own queue and reads none: they
+    // outgrow the kernel's buffers, and the rest waits in the responder's socket.
+    let mut dealer = PyPeer::connect("DEALER", &address, json!({"RCVHWM": 1})).await;
+    let payload = json!({"text": "x".repeat(16_000)}).to_string();
+    let sent = dealer
+        .call(
+            json!({"op": "send", "frames": ["echo", "correlation-id: c", payload], "times": ASKED}),
+        )
+        .await;
+    assert!(sent["sent"].is_u64(), "the requests left: {sent}");
+    let responder = || {
+        monitor
+            .sockets()
+            .into_iter()
+            .find(|socket| socket.what() == SocketUse::Subscriber)
+            .expect("the responder's socket")
+    };
+    until(
+        STEP,
+        "the responder to answer or drop every request",
+        || responder().sent() + monitor.dropped_not_reading() >= ASKED,
+    )
+    .await;
+    let began = Instant::now();
+    running.shutdown().await.unwrap();
+    let took = began.elapsed();
+    assert!(
+        took < SHORT + Duration::from_secs(3),
+        "a requester that reads nothing held the shutdown {took:?}, past a linger of {SHORT:?}"
+    );
+    let closed = responder();
+    assert_eq!(closed.flush(), Flush::LingerRanOut, "{closed:?}");
+    let warned = log_lines(&["the linger ran out before the answers", &address]);
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning naming the endpoint: {warned:?}"
+    );
 }
