@@ -339,7 +339,7 @@ impl SocketFigures {
 #[non_exhaustive]
 pub enum Flush {
     /// Not closed by a graceful shutdown (yet), or a socket that only reads.
-    Open = 0,
+    StillOpen = 0,
     /// Closed after everything handed to it left, within the linger.
     Flushed = 1,
     /// The linger ran out first: what was still queued was dropped (libzmq), or is left to the
@@ -352,7 +352,7 @@ impl Flush {
         match index {
             1 => Self::Flushed,
             2 => Self::LingerRanOut,
-            _ => Self::Open,
+            _ => Self::StillOpen,
         }
     }
 }
@@ -383,7 +383,7 @@ impl SocketSummary {
     pub const fn left(&self) -> Option<u64> {
         match self.flush {
             Flush::Flushed => Some(self.sent),
-            Flush::Open | Flush::LingerRanOut => None,
+            Flush::StillOpen | Flush::LingerRanOut => None,
         }
     }
 

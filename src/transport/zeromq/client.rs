@@ -298,7 +298,7 @@ impl ClientSocket for RouterOrDealer {
             // A requester's DEALER: what it still holds are requests, failed at shutdown.
             Self::SplitDealer(recv, slot) => {
                 close_split_dealer(recv, &slot).await;
-                Flush::Open
+                Flush::StillOpen
             }
         }
     }

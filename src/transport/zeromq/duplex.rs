@@ -200,7 +200,7 @@ impl SplitRouter {
             RouterOrDealer::Router(listeners) => {
                 close_client_of(listeners, events, state, linger).await
             }
-            _ => Flush::Open,
+            _ => Flush::StillOpen,
         }
     }
 }
