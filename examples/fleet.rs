@@ -1317,7 +1317,8 @@ fn lost_job(lines: &[&Line], id: u64, sent_at: u64, why: &'static str, w: &Windo
 
 /// What a broker's monitor (`peers` lines) said of a cut from `down` to `up`: when it first
 /// counted a peer lost during the cut, and how many milliseconds after `up` it had as many peers
-/// as before the cut again. `whose` picks the process's lines.
+/// as before the cut again (0 where that beat the script's note of `up`). `whose` picks the
+/// process's lines.
 fn around_the_cut(
     lines: &[Line],
     broker: &str,
@@ -1340,10 +1341,12 @@ fn around_the_cut(
         .iter()
         .find(|l| l.t > down && l.t <= up && l.lost.unwrap_or(0) > lost)
         .map(|l| l.t);
-    let back = noticed.and_then(|_| {
+    // Back once connected again after the loss: a reconnect can beat the script's note of the
+    // restore by a few milliseconds (seen under load), so it is not looked for from that note.
+    let back = noticed.and_then(|lost_at| {
         seen.iter()
-            .find(|l| l.t >= up && l.connected.unwrap_or(0) >= connected)
-            .map(|l| l.t - up)
+            .find(|l| l.t > lost_at && l.connected.unwrap_or(0) >= connected)
+            .map(|l| l.t.saturating_sub(up))
     });
     (noticed, back)
 }
