@@ -342,8 +342,8 @@ pub enum Flush {
     StillOpen = 0,
     /// Closed after everything handed to it left, within the linger.
     Flushed = 1,
-    /// The linger ran out first: what was still queued was dropped (libzmq), or is left to the
-    /// client's own tasks while the runtime lives (`zeromq`). How much, neither client says.
+    /// The linger ran out first: what the socket still held is lost. How much, neither client
+    /// says.
     LingerRanOut = 2,
 }
 
