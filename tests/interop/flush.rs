@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use ruststream::{Broker, BytesMut, ConnectedBroker, HeaderMap, OutgoingMessage, Publisher};
-use ruststream_zmq::{Flush, SocketUse, ZmqEndpoint, ZmqPublisher};
-use serde::{Deserialize, Serialize};
+use ruststream_zmq::{Flush, SocketSummary, SocketUse, ZmqEndpoint, ZmqPublisher};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{ZmqFanout, ZmqQueue, ZmqRpc, prelude::*};
+use super::{ZmqFanout, ZmqQueue, ZmqRpc};
 use crate::support::{
-    ChildTest, PyPeer, STEP, captured_logs, is_child, log_lines, test_name, until,
+    ChildTest, PyPeer, STEP, alone, captured_logs, is_child, log_lines, test_name, until,
+    until_async,
 };
 
 /// As the issue that asked for it measured: 50,000 messages of 2 KB.
@@ -40,6 +40,31 @@ async fn publish(publisher: &ZmqPublisher, n: u64) -> u64 {
         }
     }
     n
+}
+
+/// The socket a summary lists for `what`.
+fn socket_for(sockets: &[SocketSummary], what: SocketUse) -> SocketSummary {
+    sockets
+        .iter()
+        .find(|socket| socket.what() == what)
+        .unwrap_or_else(|| panic!("a {what:?} socket in the summary: {sockets:?}"))
+        .clone()
+}
+
+/// What a shutdown whose linger ran out on `socket` must show: it took no longer than the
+/// linger and `slack`, the summary says so, and one warning with each of `warning` was logged.
+fn linger_ran_out(took: Duration, slack: Duration, socket: &SocketSummary, warning: &[&str]) {
+    assert!(
+        took < SHORT + slack,
+        "a peer that reads nothing held the shutdown {took:?}, past a linger of {SHORT:?}"
+    );
+    assert_eq!(socket.flush(), Flush::LingerRanOut, "{socket:?}");
+    let warned = log_lines(warning);
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning naming the endpoint: {warned:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,11 +117,7 @@ async fn publish_then_end() {
     let began = Instant::now();
     let closed = queue.shutdown().await.unwrap();
     let took = began.elapsed();
-    let publisher = closed
-        .sockets()
-        .iter()
-        .find(|socket| socket.what() == SocketUse::Publisher)
-        .expect("the publisher's socket in the summary");
+    let publisher = socket_for(closed.sockets(), SocketUse::Publisher);
     println!("shutdown took {took:?}; the publisher: {publisher:?}");
     assert!(took < LINGER, "the shutdown took {took:?}, past the linger");
     assert_eq!(publisher.flush(), Flush::Flushed);
@@ -115,10 +136,7 @@ async fn a_peer_that_reads_nothing_holds_the_shutdown_no_longer_than_the_linger_
     if is_child(&nothing_read()) {
         return not_read_in_a_process_of_its_own().await;
     }
-    let end = ChildTest::spawn(&nothing_read())
-        .end(Duration::from_secs(120))
-        .await;
-    assert!(end.passed(), "{}", end.describe());
+    alone(&nothing_read()).await;
 }
 
 /// How long the brokers that find no reader linger.
@@ -142,23 +160,14 @@ async fn not_read_in_a_process_of_its_own() {
     let began = Instant::now();
     let closed = queue.shutdown().await.unwrap();
     let took = began.elapsed();
-    assert!(
-        took < SHORT + Duration::from_secs(2),
-        "a peer that reads nothing held the shutdown {took:?}, past a linger of {SHORT:?}"
+    let socket = socket_for(closed.sockets(), SocketUse::Publisher);
+    linger_ran_out(
+        took,
+        Duration::from_secs(2),
+        &socket,
+        &["the linger ran out", &address],
     );
-    let socket = closed
-        .sockets()
-        .iter()
-        .find(|socket| socket.what() == SocketUse::Publisher)
-        .expect("the publisher's socket in the summary");
-    assert_eq!(socket.flush(), Flush::LingerRanOut, "{socket:?}");
     assert_eq!(socket.left(), None, "{socket:?}");
-    let warned = log_lines(&["the linger ran out", &address]);
-    assert_eq!(
-        warned.len(),
-        1,
-        "one warning naming the endpoint: {warned:?}"
-    );
     let closing = log_lines(&["closed", "linger_ran_out=1"]);
     assert_eq!(
         closing.len(),
@@ -179,10 +188,7 @@ async fn a_subscriber_that_stops_reading_holds_a_fanouts_shutdown_no_longer_than
     if is_child(&fanout_not_read()) {
         return fanout_not_read_in_a_process_of_its_own().await;
     }
-    let end = ChildTest::spawn(&fanout_not_read())
-        .end(Duration::from_secs(120))
-        .await;
-    assert!(end.passed(), "{}", end.describe());
+    alone(&fanout_not_read()).await;
 }
 
 async fn fanout_not_read_in_a_process_of_its_own() {
@@ -198,33 +204,21 @@ async fn fanout_not_read_in_a_process_of_its_own() {
     // A publisher drops what it sends before the subscription arrives: publish until one is
     // heard, then never read again.
     let publisher = hub.publisher();
-    let deadline = Instant::now() + STEP;
-    loop {
+    until_async(STEP, "the subscriber to hear a publish", async || {
         publish(&publisher, 1).await;
-        if sub.recv(Duration::from_millis(50)).await.is_some() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the subscriber heard nothing");
-    }
+        sub.recv(Duration::from_millis(50)).await.is_some()
+    })
+    .await;
     publish(&publisher, 40_000).await;
     let began = Instant::now();
     let closed = hub.shutdown().await.unwrap();
     let took = began.elapsed();
-    assert!(
-        took < SHORT + Duration::from_secs(2),
-        "a subscriber that reads nothing held the shutdown {took:?}, past a linger of {SHORT:?}"
-    );
-    let socket = closed
-        .sockets()
-        .iter()
-        .find(|socket| socket.what() == SocketUse::Publisher)
-        .expect("the publisher's socket in the summary");
-    assert_eq!(socket.flush(), Flush::LingerRanOut, "{socket:?}");
-    let warned = log_lines(&["the linger ran out", &address]);
-    assert_eq!(
-        warned.len(),
-        1,
-        "one warning naming the endpoint: {warned:?}"
+    let socket = socket_for(closed.sockets(), SocketUse::Publisher);
+    linger_ran_out(
+        took,
+        Duration::from_secs(2),
+        &socket,
+        &["the linger ran out", &address],
     );
 }
 
@@ -250,27 +244,11 @@ async fn a_responder_whose_requester_read_every_answer_closes_flushed_at_once() 
     let began = Instant::now();
     running.shutdown().await.unwrap();
     let took = began.elapsed();
-    let responder = monitor
-        .sockets()
-        .into_iter()
-        .find(|socket| socket.what() == SocketUse::Subscriber)
-        .expect("the responder's socket in the summary");
+    let responder = socket_for(&monitor.sockets(), SocketUse::Subscriber);
     assert_eq!(responder.flush(), Flush::Flushed, "{responder:?}");
     assert_eq!(responder.left(), Some(5), "{responder:?}");
     // The default linger is 2 s: a close that waited for it would take that long.
     assert!(took < Duration::from_secs(1), "the shutdown took {took:?}");
-}
-
-#[derive(Debug, Deserialize, Serialize, Outgoing)]
-pub struct Echo {
-    pub text: String,
-}
-
-#[subscriber(Responder::<Bound>, reply("reply"))]
-async fn echo(ask: &Echo) -> Echo {
-    Echo {
-        text: ask.text.clone(),
-    }
 }
 
 fn answers_not_read() -> String {
@@ -285,41 +263,25 @@ async fn a_requester_that_reads_no_answer_holds_a_responders_shutdown_no_longer_
     if is_child(&answers_not_read()) {
         return answers_not_read_in_a_process_of_its_own().await;
     }
-    let end = ChildTest::spawn(&answers_not_read())
-        .end(Duration::from_secs(120))
-        .await;
-    assert!(end.passed(), "{}", end.describe());
+    alone(&answers_not_read()).await;
 }
 
 async fn answers_not_read_in_a_process_of_its_own() {
     captured_logs();
     const ASKED: u64 = 3_000;
     let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0")).linger(SHORT);
-    let monitor = broker.monitor();
-    let app = RustStream::new(AppInfo::new("echo", "0.1.0")).with_broker(broker, |b| {
-        b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
-            .out_reply(Publish)
-            .transform(ToRequester);
-    });
-    let running = app.start().await.unwrap();
-    let address = monitor.bound_address().unwrap();
+    let (running, address, monitor) = super::stalled_requester::echo_responder(broker).await;
     // Answers of 16 KB, to a requester that takes one into its own queue and reads none: they
     // outgrow the kernel's buffers, and the rest waits in the responder's socket.
     let mut dealer = PyPeer::connect("DEALER", &address, json!({"RCVHWM": 1})).await;
-    let payload = json!({"text": "x".repeat(16_000)}).to_string();
+    let payload = json!({"id": 0, "pad": "x".repeat(16_000)}).to_string();
     let sent = dealer
         .call(
             json!({"op": "send", "frames": ["echo", "correlation-id: c", payload], "times": ASKED}),
         )
         .await;
     assert!(sent["sent"].is_u64(), "the requests left: {sent}");
-    let responder = || {
-        monitor
-            .sockets()
-            .into_iter()
-            .find(|socket| socket.what() == SocketUse::Subscriber)
-            .expect("the responder's socket")
-    };
+    let responder = || socket_for(&monitor.sockets(), SocketUse::Subscriber);
     until(
         STEP,
         "the responder to answer or drop every request",
@@ -329,16 +291,10 @@ async fn answers_not_read_in_a_process_of_its_own() {
     let began = Instant::now();
     running.shutdown().await.unwrap();
     let took = began.elapsed();
-    assert!(
-        took < SHORT + Duration::from_secs(3),
-        "a requester that reads nothing held the shutdown {took:?}, past a linger of {SHORT:?}"
-    );
-    let closed = responder();
-    assert_eq!(closed.flush(), Flush::LingerRanOut, "{closed:?}");
-    let warned = log_lines(&["the linger ran out before the answers", &address]);
-    assert_eq!(
-        warned.len(),
-        1,
-        "one warning naming the endpoint: {warned:?}"
+    linger_ran_out(
+        took,
+        Duration::from_secs(3),
+        &responder(),
+        &["the linger ran out before the answers", &address],
     );
 }

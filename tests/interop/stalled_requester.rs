@@ -27,6 +27,22 @@ async fn echo(ask: &Padded) -> Padded {
     }
 }
 
+/// A responder on `broker` that answers each request with the request itself, started: answers
+/// it running, the address it listens on, and its broker's monitor.
+pub async fn echo_responder(
+    broker: ZmqRpc,
+) -> (ruststream::runtime::RunningApp, String, ZmqMonitor) {
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("echo", "0.1.0")).with_broker(broker, |b| {
+        b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
+            .out_reply(Publish)
+            .transform(ToRequester);
+    });
+    let running = app.start().await.unwrap();
+    let address = monitor.bound_address().unwrap();
+    (running, address, monitor)
+}
+
 /// How many requests the stalled requester sends, and the padding of each, to fill its queue:
 /// libzmq's `peer_queue` (64 under the test's 1 MiB limit) of 64 KiB answers, past the
 /// connection's buffers; the
@@ -48,14 +64,7 @@ async fn a_requester_that_never_reads_costs_the_others_nothing_and_its_dropped_a
     let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
         .limits(WireLimits::default().max_message_bytes(1 << 20))
         .send_timeout(SEND_TIMEOUT);
-    let monitor = broker.monitor();
-    let app = RustStream::new(AppInfo::new("echo", "0.1.0")).with_broker(broker, |b| {
-        b.include(echo.name("echo").out_retry("echo.retry@tcp://127.0.0.1:1"))
-            .out_reply(Publish)
-            .transform(ToRequester);
-    });
-    let running = app.start().await.unwrap();
-    let address = monitor.bound_address().unwrap();
+    let (running, address, monitor) = echo_responder(broker).await;
 
     // The healthy requester is connected first: a responder serves many at once.
     let mut healthy = PyPeer::connect("DEALER", &address, json!({})).await;

@@ -117,15 +117,12 @@ pub(super) async fn close_here<S: Socket>(
     let drained = tokio::time::timeout(linger, shut_out_late(&mut events, &backend))
         .await
         .is_ok();
-    if !drained {
-        // Left to the client's tasks while the runtime lives; late arrivals are still shut out.
-        tokio::spawn(async move { shut_out_late(&mut events, &backend).await });
-    }
     if drained {
-        Flush::Flushed
-    } else {
-        Flush::LingerRanOut
+        return Flush::Flushed;
     }
+    // Left to the client's tasks while the runtime lives; late arrivals are still shut out.
+    tokio::spawn(async move { shut_out_late(&mut events, &backend).await });
+    Flush::LingerRanOut
 }
 
 /// Shuts out each peer whose handshake began before the listener stopped, until the last holder
