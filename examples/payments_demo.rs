@@ -9,6 +9,7 @@
 //! ```text
 //! cargo run --example payments_demo                                      # the pure-Rust client
 //! cargo run --example payments_demo --features libzmq -- --backend libzmq   # libzmq
+//! cargo run --example payments_demo --features omq -- --backend omq         # omq
 //! ```
 
 use std::{collections::BTreeMap, convert::Infallible, net::TcpListener, time::Duration};
@@ -129,20 +130,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let backend = match args.as_slice() {
         // The crate root's backend: the pure-Rust client where the build has it.
         [] if cfg!(feature = "zeromq") => "zeromq",
-        [] => "libzmq",
+        [] if cfg!(feature = "libzmq") => "libzmq",
+        [] => "omq",
         [flag, name] if flag == "--backend" => name,
-        _ => return Err("usage: payments_demo [--backend zeromq|libzmq]".into()),
+        _ => return Err("usage: payments_demo [--backend zeromq|libzmq|omq]".into()),
     };
     match backend {
         #[cfg(feature = "zeromq")]
         "zeromq" => demo::<ruststream_zmq::zeromq::Zeromq>().await,
         #[cfg(feature = "libzmq")]
         "libzmq" => demo::<ruststream_zmq::libzmq::Libzmq>().await,
+        #[cfg(feature = "omq")]
+        "omq" => demo::<ruststream_zmq::omq::Omq>().await,
         // A backend this build left out (a guard, so that no build finds the arm unreachable).
-        name if ["zeromq", "libzmq"].contains(&name) => {
+        name if ["zeromq", "libzmq", "omq"].contains(&name) => {
             Err(format!("this build has no {name} backend: run it with `--features {name}`").into())
         }
-        other => Err(format!("--backend {other}: zeromq or libzmq").into()),
+        other => Err(format!("--backend {other}: zeromq, libzmq or omq").into()),
     }
 }
 

@@ -32,7 +32,7 @@
 //! | [`Readiness`], [`ClosedZmqBroker`] | readiness for a health route; what `shutdown` reports ([`guide::operations`]) |
 //! | [`WireLimits`], [`wire`] | the wire format and what a reader refuses |
 //! | [`routing`] | where a publish goes, as pure functions |
-//! | [`zeromq`], [`libzmq`] | the brokers pinned to one backend, and libzmq's own settings |
+//! | [`zeromq`], [`libzmq`], [`omq`] | the brokers pinned to one backend |
 //! | [`ZmqError`] | what can fail, naming the endpoint and the cause |
 //! | [`guide`] | the guides: settlement, wire, backends, security, and more |
 //!
@@ -42,6 +42,7 @@
 //! |---|---|
 //! | `zeromq` (default) | the pure-Rust socket backend |
 //! | `libzmq` | the libzmq backend: heartbeats, per-peer queues, CURVE ([`guide::backends`]) |
+//! | `omq` | the omq backend, pure Rust: heartbeats, per-peer queues, CURVE ([`guide::backends`]) |
 //! | `testing` | the in-process mode for `TestApp` ([`guide::testing`]) |
 //! | `metrics` | [`ZmqMonitor::register_metrics`] ([`guide::metrics`]) |
 //! | `asyncapi` | the `x-zeromq` bindings of the AsyncAPI document ([`guide::asyncapi`]) |
@@ -67,7 +68,7 @@ mod bindings;
 mod broker;
 mod connection;
 mod context;
-#[cfg(feature = "libzmq")]
+#[cfg(curve)]
 mod curve;
 mod delivery;
 mod endpoint;
@@ -85,6 +86,8 @@ mod message;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod monitor;
+#[cfg(feature = "omq")]
+pub mod omq;
 mod outbound;
 mod pattern;
 mod publish;
@@ -93,6 +96,8 @@ mod requests;
 pub mod routing;
 mod rpc;
 mod settings;
+#[cfg(curve)]
+mod socket_settings;
 mod subscription;
 #[cfg(feature = "testing")]
 mod testing;
@@ -102,9 +107,10 @@ pub mod wire;
 #[cfg(feature = "zeromq")]
 pub mod zeromq;
 
-#[cfg(not(any(feature = "zeromq", feature = "libzmq")))]
+#[cfg(not(any(feature = "zeromq", feature = "libzmq", feature = "omq")))]
 compile_error!(
-    "ruststream-zmq needs a socket backend: turn on the `zeromq` feature (the default) or `libzmq`"
+    "ruststream-zmq needs a socket backend: turn on the `zeromq` feature (the default), `libzmq` \
+     or `omq`"
 );
 
 pub use broker::{
@@ -112,7 +118,7 @@ pub use broker::{
     FanoutKind, OneWay, Pattern, QueueKind, RpcKind, ZmqBroker, ZmqFanout, ZmqQueue, ZmqRpc,
 };
 pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint, ZmqContext};
-#[cfg(feature = "libzmq")]
+#[cfg(curve)]
 pub use curve::{Curve, CurveKeyPair, CurvePublicKey, WantsClients};
 pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{

@@ -1,12 +1,13 @@
-//! CURVE keys (`libzmq` feature): read from Z85 text (40 characters for 32 bytes), from a
+//! CURVE keys (features `libzmq` and `omq`): read from Z85 text (40 characters for 32 bytes), from a
 //! certificate file as pyzmq's `zmq.auth.create_certificates` and czmq write them, or from
 //! environment variables. A key pair whose public half is not the one its secret half makes is
 //! refused when it is read, and so is a secret certificate that other users than its owner may
 //! read. A secret key never appears in `Debug` output, errors or logs; a public key is shown by
 //! its fingerprint (its first 8 Z85 characters).
 //!
-//! Key generation and the Z85 codec are libzmq's; the public key a secret key makes is
-//! computed by `curve25519-dalek`.
+//! A secret key comes from the operating system's random source (`getrandom`), the public key
+//! it makes from `curve25519-dalek`, and Z85 from the `z85` crate, which refuses any character
+//! outside its alphabet.
 
 use std::{
     fmt,
@@ -133,11 +134,12 @@ pub struct CurveKeyPair {
 }
 
 impl CurveKeyPair {
-    /// A fresh key pair from libzmq's generator.
+    /// A fresh key pair: a secret of 32 bytes from the operating system's random source, and
+    /// the public key it makes.
     ///
     /// # Errors
     ///
-    /// [`ZmqError::CurveKey`] when this libzmq was built without CURVE.
+    /// [`ZmqError::CurveKey`] when the operating system gives no random bytes.
     ///
     /// ```
     /// use ruststream_zmq::CurveKeyPair;
@@ -146,16 +148,14 @@ impl CurveKeyPair {
     /// assert_eq!(pair.public().to_z85().len(), 40);
     /// ```
     pub fn generate() -> Result<Self, ZmqError> {
-        let pair = zmq::CurveKeyPair::new().map_err(|err| ZmqError::CurveKey {
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret).map_err(|err| ZmqError::CurveKey {
             what: "a new key pair".to_owned(),
-            why: format!(
-                "libzmq could not make one ({err}): it may be built without CURVE (libsodium); \
-                 Debian and Ubuntu build it with: `apt-get install libzmq3-dev pkg-config`"
-            ),
+            why: format!("the operating system gave no random bytes ({err})"),
         })?;
         Ok(Self {
-            public: CurvePublicKey(pair.public_key),
-            secret: pair.secret_key,
+            public: CurvePublicKey::of(&secret),
+            secret,
         })
     }
 
@@ -463,15 +463,19 @@ fn decode(text: &str, what: &str) -> Result<[u8; 32], ZmqError> {
     if text.len() != 40 {
         return Err(refused());
     }
-    zmq::z85_decode(text)
+    z85::decode(text)
         .ok()
         .and_then(|bytes| bytes.try_into().ok())
-        .ok_or_else(refused)
+        .ok_or_else(|| ZmqError::CurveKey {
+            what: what.to_owned(),
+            why: "a CURVE key is 40 characters of Z85; this text has characters outside its \
+                  alphabet"
+                .to_owned(),
+        })
 }
 
 fn encode(bytes: &[u8; 32]) -> String {
-    // 32 bytes are a multiple of 4, the one thing the encoder can refuse.
-    zmq::z85_encode(bytes).unwrap_or_default()
+    z85::encode(bytes)
 }
 
 #[cfg(test)]

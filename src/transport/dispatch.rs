@@ -11,6 +11,8 @@ use super::backend::{Opening, SocketBackend, WriteSocket};
 use super::bus::Bus;
 #[cfg(feature = "libzmq")]
 use super::libzmq::Libzmq;
+#[cfg(feature = "omq")]
+use super::omq::Omq;
 #[cfg(feature = "zeromq")]
 use super::zeromq::Zeromq;
 use crate::{
@@ -30,6 +32,8 @@ macro_rules! each {
             $enum::Zeromq($bound) => $body,
             #[cfg(feature = "libzmq")]
             $enum::Libzmq($bound) => $body,
+            #[cfg(feature = "omq")]
+            $enum::Omq($bound) => $body,
             #[cfg(feature = "testing")]
             $enum::Bus($bound) => $body,
         }
@@ -86,7 +90,7 @@ impl<B: SocketBackend> Opener<B> {
                 curve,
                 "listening beyond the loopback in clear: any host that reaches this address can \
                  connect, unauthenticated and unencrypted, and send what it likes; bind \
-                 127.0.0.1, or turn on CURVE with an allow-list on the libzmq backend (docs.rs: \
+                 127.0.0.1, or turn on CURVE with an allow-list on the libzmq or omq backend (docs.rs: \
                  ruststream_zmq::guide::security)"
             );
         }
@@ -99,6 +103,8 @@ pub(crate) enum AnyOpener {
     Zeromq(Opener<Zeromq>),
     #[cfg(feature = "libzmq")]
     Libzmq(Opener<Libzmq>),
+    #[cfg(feature = "omq")]
+    Omq(Opener<Omq>),
     /// The in-process bus of the `testing` feature.
     #[cfg(feature = "testing")]
     Bus(Opener<Bus>),
@@ -110,6 +116,8 @@ pub(crate) enum AnyWriteSocket {
     Zeromq(<Zeromq as SocketBackend>::WriteSocket),
     #[cfg(feature = "libzmq")]
     Libzmq(<Libzmq as SocketBackend>::WriteSocket),
+    #[cfg(feature = "omq")]
+    Omq(<Omq as SocketBackend>::WriteSocket),
     #[cfg(feature = "testing")]
     Bus(<Bus as SocketBackend>::WriteSocket),
 }
@@ -125,6 +133,13 @@ impl From<<Zeromq as SocketBackend>::WriteSocket> for AnyWriteSocket {
 impl From<<Libzmq as SocketBackend>::WriteSocket> for AnyWriteSocket {
     fn from(socket: <Libzmq as SocketBackend>::WriteSocket) -> Self {
         Self::Libzmq(socket)
+    }
+}
+
+#[cfg(feature = "omq")]
+impl From<<Omq as SocketBackend>::WriteSocket> for AnyWriteSocket {
+    fn from(socket: <Omq as SocketBackend>::WriteSocket) -> Self {
+        Self::Omq(socket)
     }
 }
 

@@ -10,14 +10,20 @@
 pub(crate) mod backend;
 #[cfg(feature = "testing")]
 pub(crate) mod bus;
+#[cfg(curve)]
+pub(crate) mod curve_keys;
 mod dispatch;
 mod duplex;
 mod episodes;
 #[cfg(feature = "libzmq")]
 pub(crate) mod libzmq;
+#[cfg(feature = "omq")]
+pub(crate) mod omq;
 mod reading;
 pub(crate) mod reading_end;
 pub(crate) mod requesters;
+#[cfg(curve)]
+pub(crate) mod socket_config;
 mod writer;
 #[cfg(feature = "zeromq")]
 pub(crate) mod zeromq;
@@ -40,7 +46,7 @@ use self::{
     backend::{DuplexSocket, ReadSocket, SocketBackend, WriteSocket},
     dispatch::{AnyOpener, AnyWriteSocket, Opener, each},
 };
-#[cfg(feature = "libzmq")]
+#[cfg(curve)]
 use crate::curve::Curve;
 use crate::{
     endpoint::{Mechanism, Plain},
@@ -86,10 +92,22 @@ impl sealed::SealedBackend for libzmq::Libzmq {}
 
 #[cfg(feature = "libzmq")]
 impl Backend for libzmq::Libzmq {
-    type Config = libzmq::Config;
+    type Config = socket_config::Config;
 
     fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport {
         Transport::new(AnyOpener::Libzmq(opener::<Self>(monitor, settings, config)))
+    }
+}
+
+#[cfg(feature = "omq")]
+impl sealed::SealedBackend for omq::Omq {}
+
+#[cfg(feature = "omq")]
+impl Backend for omq::Omq {
+    type Config = socket_config::Config;
+
+    fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport {
+        Transport::new(AnyOpener::Omq(opener::<Self>(monitor, settings, config)))
     }
 }
 
@@ -128,6 +146,14 @@ impl<B: Backend> Speaks<Plain> for B {
 
 #[cfg(feature = "libzmq")]
 impl Speaks<Curve> for Libzmq {
+    fn secured(mut config: Self::Config, address: &str, curve: Curve) -> Self::Config {
+        config.secure_endpoint(address, curve);
+        config
+    }
+}
+
+#[cfg(feature = "omq")]
+impl Speaks<Curve> for omq::Omq {
     fn secured(mut config: Self::Config, address: &str, curve: Curve) -> Self::Config {
         config.secure_endpoint(address, curve);
         config

@@ -1,6 +1,6 @@
 //! The socket backend one copy of the scenarios runs on. A test binary includes its scenarios once
-//! per compiled backend (`on_zeromq`, `on_libzmq`), each copy with its own `BACKEND`, for what a
-//! scenario expects differently of the two.
+//! per compiled backend (`on_zeromq`, `on_libzmq`, `on_omq`), each copy with its own `BACKEND`, for what a
+//! scenario expects differently of them.
 
 /// A socket backend, as a scenario tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,8 @@ pub enum Backend {
     Zeromq,
     /// libzmq, the C library (feature `libzmq`).
     Libzmq,
+    /// omq, the pure-Rust ZeroMQ with heartbeats, limits and CURVE (feature `omq`).
+    Omq,
 }
 
 impl Backend {
@@ -22,6 +24,7 @@ impl Backend {
         match self {
             Backend::Zeromq => "zeromq",
             Backend::Libzmq => "libzmq",
+            Backend::Omq => "omq",
         }
     }
 

@@ -101,7 +101,7 @@ fn bad_messages() -> Vec<(&'static str, Vec<Value>)> {
 /// `libzmq_faults`), so there every frame is under the limit and only the whole is over.
 fn over_the_message_limit() -> Vec<(&'static str, Vec<Value>)> {
     let name = || frame(b"jobs");
-    if BACKEND == Backend::Libzmq {
+    if BACKEND != Backend::Zeromq {
         vec![
             (
                 "max-message-bytes",
@@ -689,7 +689,7 @@ async fn outpaced_in_a_process_of_its_own() {
     let after = Memory::now();
     let grew = after.peak_kib.saturating_sub(before.peak_kib);
     let queue_kib = match BACKEND {
-        Backend::Libzmq => LIBZMQ_PEER_QUEUE * 64,
+        Backend::Libzmq | Backend::Omq => LIBZMQ_PEER_QUEUE * 64,
         Backend::Zeromq => 0,
     };
     println!(
@@ -802,7 +802,7 @@ async fn stops_reading_in_a_process_of_its_own() {
     })
     .await;
     let (size, queue) = match BACKEND {
-        Backend::Libzmq => (64 << 10, LIBZMQ_PEER_QUEUE),
+        Backend::Libzmq | Backend::Omq => (64 << 10, LIBZMQ_PEER_QUEUE),
         Backend::Zeromq => (1 << 10, ZEROMQ_PEER_QUEUE),
     };
     let body = BytesMut::from(vec![b'x'; size].as_slice());
@@ -862,7 +862,7 @@ async fn stops_reading_in_a_process_of_its_own() {
     );
     let held_kib = queue * size as u64 / 1024;
     match BACKEND {
-        Backend::Libzmq => assert!(
+        Backend::Libzmq | Backend::Omq => assert!(
             grew <= held_kib + PAST_THE_QUEUE_KIB,
             "the service grew by {grew} KiB for a worker that never reads, past its queue of \
              {held_kib} KiB"

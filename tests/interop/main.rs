@@ -78,3 +78,29 @@ mod on_libzmq {
     // A stopped worker past libzmq's per-peer queue (`peer_queue`).
     mod stalled_past_the_peer_queue;
 }
+
+/// The scenarios on omq.
+#[cfg(feature = "omq")]
+#[path = "."]
+mod on_omq {
+    pub(crate) use ruststream_zmq::omq::{ZmqFanout, ZmqQueue, ZmqRpc, prelude};
+
+    use crate::backend::Backend;
+
+    pub(crate) const BACKEND: Backend = Backend::Omq;
+
+    // The scenarios of every backend: the same list in every backend's module.
+    mod fanout;
+    mod flush;
+    mod hostile;
+    mod queue;
+    mod restarts;
+    mod rpc;
+    mod stalled;
+    mod stalled_requester;
+    mod with_ruststream_zeromq;
+
+    mod curve;
+    // A stopped worker past the per-peer queue (`peer_queue`).
+    mod stalled_past_the_peer_queue;
+}

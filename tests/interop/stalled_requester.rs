@@ -49,7 +49,7 @@ pub async fn echo_responder(
 /// `zeromq` client's fixed 100,000 answers of 512 bytes, past the same buffers.
 fn stalled_requests() -> (usize, usize) {
     match BACKEND {
-        Backend::Libzmq => (1_000, 64 << 10),
+        Backend::Libzmq | Backend::Omq => (1_000, 64 << 10),
         Backend::Zeromq => (200_000, 512),
     }
 }

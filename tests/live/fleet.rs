@@ -56,7 +56,7 @@ const MEASURED_RUNS: u64 = 20;
 fn worst_seen(backend: Backend) -> &'static [(&'static str, u64, u64)] {
     match backend {
         Backend::Zeromq => &[("killed worker", 8, 300), ("sink restart", 6, 300)],
-        Backend::Libzmq => &[
+        Backend::Libzmq | Backend::Omq => &[
             ("killed worker", 117, 300),
             ("sink restart", 9, 300),
             ("cut connection", 164, 125),
@@ -567,7 +567,7 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
             "without heartbeats the cut goes unnoticed while it lasts: the ventilator dropped \
              w2 at {cut_noticed:?}, the sink at {sink_noticed:?}"
         ),
-        Backend::Libzmq => {
+        Backend::Libzmq | Backend::Omq => {
             libzmq_noticed_the_cut(&lines, cut, restore, cut_noticed, sink_noticed, &causes)
         }
     }

@@ -93,7 +93,55 @@ mod on_libzmq {
     mod demo;
     mod dropped_broker;
     mod exposure;
-    // CURVE is libzmq's alone: the `zeromq` copy has no such listener to say anything of.
+    // CURVE is libzmq's and omq's: the `zeromq` copy has no such listener to say anything of.
+    mod exposure_under_curve;
+    mod fanout;
+    mod fleet;
+    mod keyed;
+    mod loop_back;
+    #[cfg(feature = "metrics")]
+    mod metrics;
+    mod queue_lifecycle;
+    mod queue_settlement;
+    mod queue_wire;
+    mod read_ahead;
+    mod readiness;
+    mod requester;
+    mod rpc;
+    mod start_live;
+    mod tuning;
+    mod unreachable;
+    mod wildcard;
+}
+
+/// The topics on omq.
+#[cfg(feature = "omq")]
+#[path = "."]
+mod on_omq {
+    pub(crate) use ruststream_zmq::omq::{ZmqFanout, ZmqQueue, ZmqRpc, prelude};
+
+    use crate::backend::Backend;
+
+    pub(crate) const BACKEND: Backend = Backend::Omq;
+    /// A peer feeding a queue, on this backend.
+    pub(crate) type Feeder = crate::support::Feeder<ruststream_zmq::omq::Omq>;
+
+    /// A fan-out broker whose queue for each subscriber holds `messages`: omq's
+    /// `peer_queue`, past which a PUB drops for that subscriber.
+    pub(crate) fn with_subscriber_queue<S: ruststream_zmq::Side>(
+        broker: ZmqFanout<S>,
+        messages: usize,
+    ) -> ZmqFanout<S> {
+        broker.peer_queue(messages)
+    }
+
+    // The topics: the same list in both backends' modules.
+    mod batches;
+    mod closed;
+    mod context;
+    mod demo;
+    mod dropped_broker;
+    mod exposure;
     mod exposure_under_curve;
     mod fanout;
     mod fleet;

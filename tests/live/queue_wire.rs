@@ -195,7 +195,7 @@ async fn every_refusal_warns_once_is_counted_and_the_next_good_message_arrives()
 async fn a_lone_frame_over_the_message_limit_is_refused_and_the_service_reads_on() {
     match BACKEND {
         Backend::Zeromq => lone_frame_over_the_limit_refused_warned_and_counted().await,
-        Backend::Libzmq => {
+        Backend::Libzmq | Backend::Omq => {
             lone_frame_over_the_limit_refused_before_it_is_read_and_its_peer_cut().await
         }
     }

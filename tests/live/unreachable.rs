@@ -40,7 +40,7 @@ fn no_peer_took_it(reason: &str, endpoint: &str) -> bool {
         .is_some_and(|why| !why.trim().is_empty());
     reason == CALLERS_DEADLINE
         || match BACKEND {
-            Backend::Libzmq => reason == "no peer is connected",
+            Backend::Libzmq | Backend::Omq => reason == "no peer is connected",
             Backend::Zeromq => connect_failed,
         }
 }

@@ -41,3 +41,12 @@ mod on_libzmq {
 
     mod live_props;
 }
+
+/// The live properties on omq.
+#[cfg(feature = "omq")]
+#[path = "."]
+mod on_omq {
+    pub(crate) use ruststream_zmq::omq::prelude;
+
+    mod live_props;
+}

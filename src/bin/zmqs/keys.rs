@@ -58,7 +58,7 @@ impl Keys {
     }
 }
 
-#[cfg(feature = "libzmq")]
+#[cfg(curve)]
 impl New {
     fn run(self) -> Result<(), Failure> {
         let pair = ruststream_zmq::CurveKeyPair::generate()?;
@@ -94,7 +94,7 @@ impl New {
     }
 }
 
-#[cfg(feature = "libzmq")]
+#[cfg(curve)]
 impl Fingerprint {
     fn run(self) -> Result<(), Failure> {
         println!(
@@ -105,7 +105,7 @@ impl Fingerprint {
     }
 }
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(not(curve))]
 impl New {
     fn run(self) -> Result<(), Failure> {
         let _ = (self.name, self.dir, self.force);
@@ -113,7 +113,7 @@ impl New {
     }
 }
 
-#[cfg(not(feature = "libzmq"))]
+#[cfg(not(curve))]
 impl Fingerprint {
     fn run(self) -> Result<(), Failure> {
         let _ = self.key;

@@ -32,16 +32,14 @@ use tokio::{
 };
 
 pub(crate) use self::duplex::LibzmqDuplexSocket;
-use self::{
-    driven::Driven,
-    security::{Keys, KnownListener, Plan},
-    watcher::Watched,
-};
+use self::{driven::Driven, watcher::Watched};
 use super::{
     backend::{
         CLOSE_WAIT, HandOver, Opening, ReadSocket, SocketBackend, WriteSocket, fault, refused_send,
     },
+    curve_keys::{self, Keys, KnownListener, Plan},
     reading_end::Received,
+    socket_config::{Config, PEER_BUDGET, peer_queue_within},
 };
 use crate::{
     endpoint::bind_form,
@@ -83,32 +81,6 @@ impl SocketBackend for Libzmq {
     }
 }
 
-/// What only a broker on libzmq sets ([`ZmqBroker`](crate::ZmqBroker)'s libzmq settings).
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// How many messages a socket queues for one peer, each way; by default as many of the
-    /// largest a peer may send as [`PEER_BUDGET`] holds.
-    pub(crate) peer_queue: Option<usize>,
-    /// How often a connection is checked with a PING, and how long it may stay silent after
-    /// one before it is cut; none when off.
-    pub(crate) heartbeat: Option<(Duration, Duration)>,
-    /// How long a new connection may take to finish its handshake before it is cut.
-    pub(crate) handshake_timeout: Duration,
-    /// The CURVE keys of the endpoint, and of destinations.
-    keys: Keys,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            peer_queue: None,
-            heartbeat: Some((Duration::from_secs(2), Duration::from_secs(10))),
-            handshake_timeout: Duration::from_secs(10),
-            keys: Keys::default(),
-        }
-    }
-}
-
 /// What every libzmq socket is opened with, from its broker's settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -123,19 +95,6 @@ pub(crate) struct Options {
     handshake_timeout: Duration,
     /// The CURVE keys each socket chooses from.
     keys: Arc<Keys>,
-}
-
-/// The bytes a socket queues for one peer each way, by default: the per-peer queue holds as many
-/// messages of the largest size a peer may send.
-pub(crate) const PEER_BUDGET: usize = 64 << 20;
-
-/// The most messages a per-peer queue holds by default, however small the largest message.
-const PEER_QUEUE_MOST: usize = 1_000;
-
-/// How many messages of up to `message_bytes` fit in `budget`: at least 1, at most
-/// [`PEER_QUEUE_MOST`].
-pub(crate) fn peer_queue_within(budget: usize, message_bytes: usize) -> usize {
-    (budget / message_bytes.max(1)).clamp(1, PEER_QUEUE_MOST)
 }
 
 /// One libzmq context for the process: its I/O thread serves every socket. Made once the
@@ -302,7 +261,7 @@ impl MonitoredSocket {
         if let Some(admits) = &opened.admits {
             admits.listening_on(&resolved);
         }
-        let listening = security::listening(&plan, &resolved);
+        let listening = curve_keys::listening(&plan, &resolved);
         let opening = (role, resolved.clone(), true);
         let socket = Self::start(opened, opening, monitor, &options, listening);
         let socket = socket.map_err(|source| ZmqError::Bind {
@@ -533,22 +492,4 @@ impl WriteSocket for LibzmqWriteSocket {
 fn send_failed(address: &str, err: zmq::Error) -> ZmqError {
     let unknown_peer = err == zmq::Error::EHOSTUNREACH;
     refused_send(address, err, unknown_peer)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_peer_queue_holds_the_budget_in_messages_of_the_largest_size() {
-        assert_eq!(peer_queue_within(PEER_BUDGET, 64 << 10), 1_000);
-        assert_eq!(peer_queue_within(PEER_BUDGET, 1 << 20), 64);
-        assert_eq!(peer_queue_within(PEER_BUDGET, 8 << 20), 8);
-        assert_eq!(peer_queue_within(PEER_BUDGET, 128 << 20), 1, "never none");
-        assert_eq!(
-            peer_queue_within(PEER_BUDGET, 16),
-            1_000,
-            "never past the most"
-        );
-    }
 }

@@ -2,7 +2,7 @@
 //! handshake, an authentication handler of the process (ZAP, ZeroMQ RFC 27) on
 //! `inproc://zeromq.zap.01`. One thread answers those requests for every such endpoint of the
 //! process, each known by the ZAP domain its sockets carry. Every endpoint admits, beside its
-//! list, this process's own key pair ([`own_keys`]), which the process's dialing sockets use
+//! list, this process's own key pair ([`own_keys`](crate::transport::curve_keys::own_keys)), which the process's dialing sockets use
 //! toward its own listeners.
 //!
 //! The handler must never stop while a listener relies on it: libzmq admits every client that
@@ -13,9 +13,7 @@
 //! endpoints that relied on it, without ever unbinding the handler: there is no moment when a
 //! client off a list is admitted.
 //!
-//! A refused client is logged once a burst of its attempts per endpoint and key, naming the
-//! endpoint, the peer's address and the key's fingerprint; past [`KEYS_NAMED`] keys, one line
-//! covers the rest. libzmq then reports the failed handshake to the socket's monitor, which
+//! A refused client is logged as [`curve_keys`](crate::transport::curve_keys) says. libzmq then reports the failed handshake to the socket's monitor, which
 //! counts it.
 
 use std::{
@@ -31,12 +29,10 @@ use tokio::time::Instant;
 
 use super::{CONTEXT, resumed};
 use crate::{
-    curve::{AllowList, CurveKeyPair, CurvePublicKey},
-    throttle::{Note, Say, Throttle},
+    curve::{AllowList, CurvePublicKey},
+    throttle::Throttle,
+    transport::curve_keys::{KEYS_NAMED, admits, warn_refused},
 };
-
-/// How many refused keys an endpoint names in its warnings at once.
-const KEYS_NAMED: usize = 1_024;
 
 /// Where libzmq sends its authentication requests.
 const HANDLER: &str = "inproc://zeromq.zap.01";
@@ -49,15 +45,6 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Whether the handler's thread runs (or why it could not start).
 static HANDLER_STARTED: OnceLock<Result<(), zmq::Error>> = OnceLock::new();
-
-/// This process's own key pair: made once, never leaves the process.
-static OWN: LazyLock<Option<CurveKeyPair>> = LazyLock::new(|| CurveKeyPair::generate().ok());
-
-/// The key pair this process's sockets dial its own CURVE listeners with, which every allow-list
-/// of the process admits; `None` on a libzmq without CURVE.
-pub(super) fn own_keys() -> Option<&'static CurveKeyPair> {
-    OWN.as_ref()
-}
 
 /// One endpoint's allow-list, and the bursts of refusals under way (one warning each).
 struct Domain {
@@ -248,44 +235,10 @@ enum Verdict {
 /// one with no allow-list (no domain of ours) admits any client that knows its key. A list
 /// admits its keys and this process's own.
 fn verdict(allowed: Option<&AllowList>, key: Option<&CurvePublicKey>) -> Verdict {
-    let own = own_keys().map(CurveKeyPair::public);
     match (allowed, key) {
         (None, _) => Verdict::Admitted,
-        (Some(allowed), Some(key)) if allowed.admits(key) || own == Some(*key) => Verdict::Admitted,
+        (Some(allowed), Some(key)) if admits(allowed, key) => Verdict::Admitted,
         (Some(_), _) => Verdict::Refused,
-    }
-}
-
-/// Warns of a refused client once a burst of its attempts, and once a minute while they go on;
-/// keys past the most named share one line.
-fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, note: Note) {
-    let rule = "curve-allow-list";
-    match (note.say, note.crowded) {
-        (Say::First { .. }, false) => tracing::warn!(
-            endpoint = %endpoint,
-            peer = %peer,
-            key = %key.fingerprint(),
-            rule,
-            "refused a client whose CURVE key is not on the endpoint's allow-list; its further \
-             attempts are refused and told once a minute while they go on"
-        ),
-        (Say::First { .. }, true) => tracing::warn!(
-            endpoint = %endpoint,
-            peer = %peer,
-            rule,
-            keys = KEYS_NAMED,
-            "refusing clients of more keys than are named one by one: the rest are counted, and \
-             told once a minute while they go on"
-        ),
-        (Say::Again { untold, since }, crowded) => tracing::warn!(
-            endpoint = %endpoint,
-            key = %if crowded { "(unnamed)".to_owned() } else { key.fingerprint().to_string() },
-            rule,
-            refused = untold,
-            since = ?since.elapsed(),
-            "still refusing clients whose CURVE key is not on the endpoint's allow-list"
-        ),
-        (Say::Nothing, _) => {}
     }
 }
 
@@ -319,6 +272,7 @@ mod tests {
     use std::{os::unix::process::ExitStatusExt, sync::atomic::AtomicU8, time::Duration};
 
     use super::{child, *};
+    use crate::curve::CurveKeyPair;
 
     /// The fault the handler meets at its next request, set by a test in its child process.
     pub(super) static FAULT: AtomicU8 = AtomicU8::new(NO_FAULT);
@@ -351,7 +305,7 @@ mod tests {
             Verdict::Admitted,
             "a server with no list"
         );
-        let own = own_keys().unwrap().public();
+        let own = crate::transport::curve_keys::own_keys().unwrap().public();
         assert_eq!(
             verdict(Some(&AllowList::new([])), Some(&own)),
             Verdict::Admitted,
