@@ -292,7 +292,7 @@ pub fn example_binary(name: &str) -> PathBuf {
     };
     let target_dir = profile_dir.parent().expect("the target directory");
     // The example is built with exactly the test's features, the backends among them, so the
-    // runs of both backends share one binary and its build.
+    // runs of every backend share one binary and its build.
     let mut features = Vec::new();
     if cfg!(feature = "testing") {
         features.push("testing");
@@ -308,6 +308,9 @@ pub fn example_binary(name: &str) -> PathBuf {
     }
     if cfg!(feature = "libzmq") {
         features.push("libzmq");
+    }
+    if cfg!(feature = "omq") {
+        features.push("omq");
     }
     let out = Command::new(env!("CARGO"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
