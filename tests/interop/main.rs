@@ -101,6 +101,8 @@ mod on_omq {
     mod with_ruststream_zeromq;
 
     mod curve;
+    // Hostile peers against omq's limits and its ROUTER, speaking ZMTP by hand.
+    mod omq_faults;
     // A stopped worker past the per-peer queue (`peer_queue`).
     mod stalled_past_the_peer_queue;
 }
