@@ -1,45 +1,51 @@
 //! Figures, not tests: each scenario run against the crate and against raw sockets of the client
 //! under it, doing the same work, interleaved, several times, on every backend the bench is built
-//! with, in one process; a table of medians for each backend at the end and, with both, a cross
-//! table of the crate on libzmq against the crate on `zeromq`. Run in release:
+//! with, in one process; a table of medians for each backend at the end and, with more than one,
+//! a cross table of the crate on each backend against the crate on the first (`zeromq`). Run in
+//! release:
 //!
 //! ```text
-//! cargo bench --bench throughput --features libzmq             # both backends, the cross table
+//! cargo bench --bench throughput --features libzmq,omq         # three backends, the cross table
+//! cargo bench --bench throughput --features libzmq             # `zeromq` and libzmq
 //! cargo bench --bench throughput                               # the `zeromq` backend alone
 //! cargo bench --bench throughput --no-default-features --features libzmq   # libzmq alone
-//! cargo bench --bench throughput --features libzmq -- --backend libzmq     # one of the two
+//! cargo bench --bench throughput --features libzmq,omq -- --backend libzmq,omq   # two of three
 //! cargo bench --bench throughput -- --reps 1 --scale 0.1 queue rr1   # a quick look
 //! cargo bench --bench throughput -- clients [N]                # short-lived REQ/DEALER clients
 //! ```
 //!
 //! Arguments after `--`: scenario names (all of them when none is given; `list` prints them),
-//! `--backend zeromq|libzmq|both` (the backends to run; every one the build has by default),
+//! `--backend zeromq|libzmq|omq|all` or a list such as `libzmq,omq` (the backends to run; every
+//! one the build has by default; `both` is `all`),
 //! `--reps N` (3 by default: the table shows the median of N runs), `--scale F` (multiplies every
 //! message count, 1.0 by default), `--only measured|baseline` (one side alone, to run a profiler
 //! around the process), `--workers N` (the runtime's worker threads, 2 by default: with 1, a
 //! row shows what a scenario costs without hand-offs between workers), `--raw-hop router` and
 //! `--raw-hop dealer` (on `zeromq` the raw responder hands each request to a second task, or the
 //! raw asker's answers are read by a task of their own, each through a channel of 64: what one
-//! hand-off between tasks costs a round trip; on libzmq the raw responder or asker becomes a task
-//! behind a thread per socket with a wake-up pipe, the design a backend could take). `clients [N]` runs the
-//! short-lived requesters alone, against the crate's responder on each backend.
+//! hand-off between tasks costs a round trip; the same on omq; on libzmq the raw responder or
+//! asker becomes a task behind a thread per socket with a wake-up pipe, the design a backend
+//! could take). `clients [N]` runs the short-lived requesters alone, against the crate's
+//! responder on each backend.
 //!
 //! Each backend's baseline is raw sockets of its own client: on `zeromq`, raw `zeromq` 0.7
 //! sockets, each driven by one tokio task on the same 2-worker runtime (`benches/raw/zeromq.rs`);
 //! on libzmq, raw libzmq sockets through the `zmq` 0.9 binding, each driven by a plain std
 //! thread with blocking calls, the fastest way to use libzmq and so the fairest "raw" figure
-//! (`benches/raw/libzmq.rs`). Both do the work the crate's handler does: read the one header,
-//! decode the JSON `{"id":n}`, count; a raw responder reads the `correlation-id` header, decodes
-//! the request and encodes the answer. A scenario is written once, generic over the backend
-//! ([`Stack`](backend::Stack)): the crate's side on `ZmqBroker<_, _, B>`, the raw side on `B`'s
-//! raw sockets.
+//! (`benches/raw/libzmq.rs`); on omq, raw `omq-tokio` 0.33 sockets, each read by one tokio task
+//! on the same runtime, where their actors run too (`benches/raw/omq.rs`). All do the work the
+//! crate's handler does: read the one header, decode the JSON `{"id":n}`, count; a raw
+//! responder reads the `correlation-id` header, decodes the request and encodes the answer. A
+//! scenario is written once, generic over the backend ([`Stack`](backend::Stack)): the crate's
+//! side on `ZmqBroker<_, _, B>`, the raw side on `B`'s raw sockets.
 //!
 //! In each repetition a scenario's sides run in turn: the crate on `zeromq`, its baseline, the
-//! crate on libzmq, its baseline; on odd repetitions the other way round. A baseline that is the
-//! same on every backend (the framework's in-process broker) runs once a repetition, after the
-//! first backend's crate, and both backends' tables set their crate against it. The cross table
-//! has, for each scenario, the crate's rate on each backend (and its p50 where there are round
-//! trips), libzmq's over `zeromq`'s (rate, p50), the CPU a message on each, each backend against
+//! crate on libzmq, its baseline, the crate on omq, its baseline; on odd repetitions the other way
+//! round. A baseline that is the same on every backend (the framework's in-process broker) runs
+//! once a repetition, after the first backend's crate, and every backend's table sets its crate
+//! against it. The cross table has, for each scenario, the crate's rate on each backend (and its
+//! p50 where there are round trips), each later backend's over the first's (rate, p50), the CPU
+//! a message on each, each backend against
 //! its own baseline, and the figures of its own each side has (the retry burst's lateness, its
 //! early and lost copies, its peak resident set; fan-out's lost messages) side by side. `codec`
 //! opens no socket: its two figures differ by noise alone.
@@ -115,6 +121,10 @@ mod raw_zeromq;
 #[cfg(feature = "libzmq")]
 #[path = "raw/libzmq.rs"]
 mod raw_libzmq;
+
+#[cfg(feature = "omq")]
+#[path = "raw/omq.rs"]
+mod raw_omq;
 
 use crate::{
     alloc::allocator,

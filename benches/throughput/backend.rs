@@ -9,7 +9,7 @@ use crate::raw_side::{RawAsker, RawHops, RawPublisher, RawPusher, RawReader, raw
 /// A socket backend of the crate, with the raw sockets of its own client that are its baseline.
 /// A scenario is written once, generic over it: the crate's side runs on `ZmqBroker<_, _, B>`,
 /// the raw side on `B::Pusher` and its siblings (`benches/raw/zeromq.rs`,
-/// `benches/raw/libzmq.rs`).
+/// `benches/raw/libzmq.rs`, `benches/raw/omq.rs`).
 pub trait Stack: Backend + Sized {
     /// The backend's name, as its feature and `--backend` spell it.
     const NAME: &'static str;
@@ -52,25 +52,37 @@ impl Stack for ruststream_zmq::zeromq::Zeromq {
     }
 }
 
-#[cfg(feature = "libzmq")]
-impl Stack for ruststream_zmq::libzmq::Libzmq {
-    const NAME: &'static str = "libzmq";
-    const CLIENT: &'static str = crate::raw_libzmq::CLIENT;
-    const HOP_ROUTER: &'static str = crate::raw_libzmq::HOP_ROUTER;
-    const HOP_DEALER: &'static str = crate::raw_libzmq::HOP_DEALER;
-    type Pusher = crate::raw_libzmq::Pusher;
-    type Reader = crate::raw_libzmq::Reader;
-    type Publisher = crate::raw_libzmq::Publisher;
-    type Asker = crate::raw_libzmq::Asker;
+/// The [`Stack`] of a backend whose brokers take the settings it shares with libzmq
+/// (`peer_queue` among them): libzmq and omq, which differ here by their types alone.
+#[cfg(any(feature = "libzmq", feature = "omq"))]
+macro_rules! settable_stack {
+    ($backend:ty, $name:literal, $raw:ident) => {
+        impl Stack for $backend {
+            const NAME: &'static str = $name;
+            const CLIENT: &'static str = crate::$raw::CLIENT;
+            const HOP_ROUTER: &'static str = crate::$raw::HOP_ROUTER;
+            const HOP_DEALER: &'static str = crate::$raw::HOP_DEALER;
+            type Pusher = crate::$raw::Pusher;
+            type Reader = crate::$raw::Reader;
+            type Publisher = crate::$raw::Publisher;
+            type Asker = crate::$raw::Asker;
 
-    /// libzmq's `peer_queue`, a setting of libzmq brokers alone.
-    fn fanout_broker<S: Side>(
-        endpoint: ZmqEndpoint<S>,
-        queue: usize,
-    ) -> ruststream_zmq::libzmq::ZmqFanout<S> {
-        ruststream_zmq::libzmq::ZmqFanout::new(endpoint).peer_queue(queue)
-    }
+            /// The broker's `peer_queue`, a setting of the backends that share libzmq's.
+            fn fanout_broker<S: Side>(
+                endpoint: ZmqEndpoint<S>,
+                queue: usize,
+            ) -> ZmqBroker<FanoutKind, S, Self> {
+                ZmqBroker::<FanoutKind, S, Self>::new(endpoint).peer_queue(queue)
+            }
+        }
+    };
 }
+
+#[cfg(feature = "libzmq")]
+settable_stack!(ruststream_zmq::libzmq::Libzmq, "libzmq", raw_libzmq);
+
+#[cfg(feature = "omq")]
+settable_stack!(ruststream_zmq::omq::Omq, "omq", raw_omq);
 
 /// A backend this build has, as `--backend` names it: what picks a [`Stack`] at run time.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -79,6 +91,8 @@ pub enum Which {
     Zeromq,
     #[cfg(feature = "libzmq")]
     Libzmq,
+    #[cfg(feature = "omq")]
+    Omq,
 }
 
 /// Every backend this build has, in the order they run and their tables print.
@@ -87,6 +101,8 @@ pub const COMPILED: &[Which] = &[
     Which::Zeromq,
     #[cfg(feature = "libzmq")]
     Which::Libzmq,
+    #[cfg(feature = "omq")]
+    Which::Omq,
 ];
 
 /// `$body` with `$b` naming the [`Stack`] that `$which` picks.
@@ -103,6 +119,11 @@ macro_rules! on_backend {
                 type $b = ruststream_zmq::libzmq::Libzmq;
                 $body
             }
+            #[cfg(feature = "omq")]
+            $crate::backend::Which::Omq => {
+                type $b = ruststream_zmq::omq::Omq;
+                $body
+            }
         }
     };
 }
@@ -114,29 +135,35 @@ impl Which {
         on_backend!(self, B => B::NAME)
     }
 
-    /// The backend `--backend` names; every compiled one for `both`.
-    pub fn parse(name: &str) -> Vec<Self> {
-        if name == "both" {
+    /// The backends `--backend` names: one, or a comma-separated list (`libzmq,omq`); every
+    /// compiled one for `all` (or `both`, its older spelling).
+    pub fn parse(names: &str) -> Vec<Self> {
+        if names == "all" || names == "both" {
             assert!(
                 COMPILED.len() > 1,
-                "--backend both: this build has `{}` alone; build with `--features libzmq`",
+                "--backend {names}: this build has `{}` alone; build with `--features libzmq,omq`",
                 COMPILED[0].name()
             );
             return COMPILED.to_vec();
         }
-        assert!(
-            ["zeromq", "libzmq"].contains(&name),
-            "--backend zeromq|libzmq|both"
-        );
-        let which = COMPILED.iter().copied().find(|which| which.name() == name);
-        vec![which.unwrap_or_else(|| {
-            let with = if name == "zeromq" {
-                "the default features"
-            } else {
-                "`--features libzmq`"
-            };
-            panic!("--backend {name}: this build does not have it; build with {with}")
-        })]
+        names
+            .split(',')
+            .map(|name| {
+                assert!(
+                    ["zeromq", "libzmq", "omq"].contains(&name),
+                    "--backend zeromq|libzmq|omq|all, or a list: `libzmq,omq`"
+                );
+                let which = COMPILED.iter().copied().find(|which| which.name() == name);
+                which.unwrap_or_else(|| {
+                    let with = if name == "zeromq" {
+                        "the default features".to_owned()
+                    } else {
+                        format!("`--features {name}`")
+                    };
+                    panic!("--backend {name}: this build does not have it; build with {with}")
+                })
+            })
+            .collect()
     }
 
     /// What its raw side is, with the hand-offs it was given.

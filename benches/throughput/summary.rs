@@ -1,5 +1,5 @@
 //! The summary printed at the end: the medians of each side's runs, a table for each backend
-//! (its crate against its baseline) and, with two backends, the cross table.
+//! (its crate against its baseline) and, with more than one backend, the cross table.
 
 use std::time::Duration;
 
@@ -175,33 +175,50 @@ pub fn print_table(which: Which, at: usize, rows: &[Row], reps: usize, workers: 
     }
 }
 
-/// The cross-backend table: each scenario's measured side on the first backend (`zeromq`) and
-/// on the second (`libzmq`) side by side, the second over the first, and each against its own
-/// baseline.
+/// The cross-backend table: each scenario's measured side on every backend side by side (the
+/// first, `zeromq` where the build has it, is the one the others are set against), each
+/// later one over the first, and each against its own baseline.
 pub fn print_cross_table(backends: &[Which], rows: &[Row], reps: usize, workers: usize) {
-    let [first, second] = backends else {
+    let [first, others @ ..] = backends else {
         return;
     };
-    let (one, two) = (first.name(), second.name());
+    if others.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = backends.iter().map(|which| which.name()).collect();
+    let one = first.name();
+    let all = names.join(" / ");
     println!();
     println!(
-        "crate on `{two}` against crate on `{one}`; {}; {workers} runtime workers; medians of {reps} runs",
+        "crate on each backend: {}; {}; {workers} runtime workers; medians of {reps} runs",
+        names.join(", "),
         allocator()
     );
     println!();
-    println!(
-        "| scenario | {one} | {two} | {two} / {one} | CPU µs/msg, {one} / {two} (x) | {one} / its baseline | {two} / its baseline | figures, {one} / {two} |"
+    let mut head: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    head.extend(
+        others
+            .iter()
+            .map(|other| format!("{} / {one}", other.name())),
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    head.push(format!("CPU µs/msg, {all}"));
+    head.extend(names.iter().map(|name| format!("{name} / its baseline")));
+    head.push(format!("figures, {all}"));
+    println!("| scenario | {} |", head.join(" | "));
+    println!("|---{}|", "|---".repeat(head.len()));
     for row in rows {
         let (label, base) = row.scenario.sides;
-        let sides = [&row.runs[0], &row.runs[1]].map(|(measured, baseline)| {
-            (
-                summarize(measured),
-                base.label().map(|_| summarize(baseline)),
-            )
-        });
-        let [(a, a_base), (b, b_base)] = &sides;
+        let sides: Vec<(Summary, Option<Summary>)> = row
+            .runs
+            .iter()
+            .map(|(measured, baseline)| {
+                (
+                    summarize(measured),
+                    base.label().map(|_| summarize(baseline)),
+                )
+            })
+            .collect();
+        let (a, _) = &sides[0];
         // The rate, and the p50 where there are round trips.
         let cell = |m: &Summary| match m.latencies {
             Some((p50, _)) => format!("{label}: {}/s, p50 {}", rate(m.rate), micros(p50)),
@@ -219,35 +236,53 @@ pub fn print_cross_table(backends: &[Which], rows: &[Row], reps: usize, workers:
             }
             _ => "-".to_owned(),
         };
+        let mut cells: Vec<String> = sides.iter().map(|(m, _)| cell(m)).collect();
+        cells.extend(
+            sides[1..]
+                .iter()
+                .map(|(m, _)| format!("{:.2}{}", m.rate / a.rate, p50_ratio(m, a))),
+        );
+        let cpu: Vec<String> = sides
+            .iter()
+            .map(|(m, _)| format!("{:.2}", m.cpu_us))
+            .collect();
+        let cpu_over: Vec<String> = sides[1..]
+            .iter()
+            .map(|(m, _)| format!("{:.2} x", m.cpu_us / a.cpu_us))
+            .collect();
+        cells.push(format!("{} ({})", cpu.join(" / "), cpu_over.join(", ")));
+        cells.extend(sides.iter().map(|(m, own)| against(m, own)));
         // Each figure of its own (the burst's lateness, what was lost, the resident set) on
-        // both backends, and the p99 where there are round trips.
-        let mut both: Vec<String> = a
+        // every backend, and the p99 where there are round trips.
+        let mut figures: Vec<String> = a
             .fields
             .iter()
-            .zip(&b.fields)
-            .map(|((name, one), (_, two))| format!("{name} {one:.1} / {two:.1}"))
+            .enumerate()
+            .map(|(at, (name, _))| {
+                let values: Vec<String> = sides
+                    .iter()
+                    .map(|(m, _)| {
+                        m.fields
+                            .get(at)
+                            .map_or("-".to_owned(), |f| format!("{:.1}", f.1))
+                    })
+                    .collect();
+                format!("{name} {}", values.join(" / "))
+            })
             .collect();
-        if let (Some((_, one)), Some((_, two))) = (a.latencies, b.latencies) {
-            both.push(format!("p99 {} / {}", micros(one), micros(two)));
+        let p99s: Option<Vec<String>> = sides
+            .iter()
+            .map(|(m, _)| m.latencies.map(|(_, p99)| micros(p99)))
+            .collect();
+        if let Some(p99s) = p99s {
+            figures.push(format!("p99 {}", p99s.join(" / ")));
         }
-        println!(
-            "| {} | {} | {} | {:.2}{} | {:.2} / {:.2} ({:.2} x) | {} | {} | {} |",
-            row.what(),
-            cell(a),
-            cell(b),
-            b.rate / a.rate,
-            p50_ratio(b, a),
-            a.cpu_us,
-            b.cpu_us,
-            b.cpu_us / a.cpu_us,
-            against(a, a_base),
-            against(b, b_base),
-            if both.is_empty() {
-                "-".to_owned()
-            } else {
-                both.join("; ")
-            },
-        );
+        cells.push(if figures.is_empty() {
+            "-".to_owned()
+        } else {
+            figures.join("; ")
+        });
+        println!("| {} | {} |", row.what(), cells.join(" | "));
     }
 }
 
