@@ -14,11 +14,12 @@
 //! fleet report --dir . --faults r1 --live w1     # tallies the JSON lines, prints the report
 //! ```
 //!
-//! Every role takes `--backend zeromq` or `--backend libzmq`: the socket backend its brokers run
-//! on, one the binary was built with (`zeromq` by default when it was; `fleet backend` prints
-//! the one a role would take). On libzmq every connection speaks CURVE and sends heartbeats (see
-//! `Net`): each of `vent`, `worker` and `sink` then takes `--key FILE`, the certificate with its
-//! own secret key (and no other host's), and the others' public keys from the environment.
+//! Every role takes `--backend zeromq`, `--backend libzmq` or `--backend omq`: the socket backend
+//! its brokers run on, one the binary was built with (`zeromq` by default when it was; `fleet
+//! backend` prints the one a role would take). On libzmq and omq every connection speaks CURVE
+//! and sends heartbeats (see `Net`): each of `vent`, `worker` and `sink` then takes `--key FILE`,
+//! the certificate with its own secret key (and no other host's), and the others' public keys
+//! from the environment.
 //!
 //! - The **ventilator** binds a queue (PUSH) and publishes numbered jobs to it, and binds a
 //!   fan-out (PUB) on which it announces its progress.
@@ -196,11 +197,12 @@ impl Args {
 
 type Failure = Box<dyn std::error::Error>;
 
-/// Who this process is on the fleet: the certificate with its secret key (`--key`; libzmq only).
+/// Who this process is on the fleet: the certificate with its secret key (`--key`; libzmq and
+/// omq only).
 struct Me {
     #[cfg_attr(
-        not(feature = "libzmq"),
-        expect(dead_code, reason = "only the libzmq fleet speaks CURVE")
+        not(any(feature = "libzmq", feature = "omq")),
+        expect(dead_code, reason = "only the libzmq and omq fleets speak CURVE")
     )]
     key: Option<PathBuf>,
 }
@@ -236,6 +238,8 @@ async fn main() -> Result<(), Failure> {
             Choice::Zeromq => on::<ruststream_zmq::zeromq::Zeromq>(role, &args).await,
             #[cfg(feature = "libzmq")]
             Choice::Libzmq => on::<ruststream_zmq::libzmq::Libzmq>(role, &args).await,
+            #[cfg(feature = "omq")]
+            Choice::Omq => on::<ruststream_zmq::omq::Omq>(role, &args).await,
         },
         "await" => settle(&args).await,
         "report" => report(&args, backend),
@@ -266,6 +270,8 @@ enum Choice {
     Zeromq,
     #[cfg(feature = "libzmq")]
     Libzmq,
+    #[cfg(feature = "omq")]
+    Omq,
 }
 
 impl Choice {
@@ -273,8 +279,10 @@ impl Choice {
     fn of(args: &Args) -> Result<Self, Failure> {
         let default = if cfg!(feature = "zeromq") {
             "zeromq"
-        } else {
+        } else if cfg!(feature = "libzmq") {
             "libzmq"
+        } else {
+            "omq"
         };
         let name = args.text_or("backend", default);
         match name.as_str() {
@@ -282,12 +290,14 @@ impl Choice {
             "zeromq" => return Ok(Self::Zeromq),
             #[cfg(feature = "libzmq")]
             "libzmq" => return Ok(Self::Libzmq),
+            #[cfg(feature = "omq")]
+            "omq" => return Ok(Self::Omq),
             _ => {}
         }
-        Err(if name == "zeromq" || name == "libzmq" {
+        Err(if ["zeromq", "libzmq", "omq"].contains(&name.as_str()) {
             format!("--backend {name}: this binary was built without the `{name}` feature")
         } else {
-            format!("--backend {name}: zeromq or libzmq")
+            format!("--backend {name}: zeromq, libzmq or omq")
         }
         .into())
     }
@@ -298,18 +308,21 @@ impl Choice {
             Self::Zeromq => "zeromq",
             #[cfg(feature = "libzmq")]
             Self::Libzmq => "libzmq",
+            #[cfg(feature = "omq")]
+            Self::Omq => "omq",
         }
     }
 
-    fn is_libzmq(self) -> bool {
-        self.name() == "libzmq"
+    /// Whether the fleet speaks CURVE and sends heartbeats on this backend (see `Net`).
+    fn is_secured(self) -> bool {
+        self.name() != "zeromq"
     }
 }
 
 // ---------------------------------------------------------------------------------------------
-// The sockets: plain on the `zeromq` client; CURVE and quick heartbeats on libzmq
+// The sockets: plain on the `zeromq` client; CURVE and quick heartbeats on libzmq and omq
 
-/// The fleet's heartbeat on libzmq: a PING every 500 ms, a peer silent for 2 s cut.
+/// The fleet's heartbeat on libzmq and omq: a PING every 500 ms, a peer silent for 2 s cut.
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
 const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -366,64 +379,82 @@ impl Net for ruststream_zmq::zeromq::Zeromq {
     }
 }
 
-/// With libzmq every connection of the fleet speaks CURVE, and every broker sends heartbeats
-/// often, so that a peer gone silent is cut within [`HEARTBEAT_TIMEOUT`].
+/// On libzmq and omq every connection of the fleet speaks CURVE, and every broker sends
+/// heartbeats often, so that a peer gone silent is cut within [`HEARTBEAT_TIMEOUT`]. Both take the
+/// same settings (the crate's shared socket settings), so one impl serves both: written once
+/// here, made for each backend the binary was built with.
 ///
 /// Each process holds one secret key, its own: the certificate `--key` names (`scripts/fleet.sh`
 /// writes one per host with pyzmq, readable by its owner only, and gives each process its own
 /// and no other). The public keys come from environment variables (Z85 text): the ventilator's
 /// and the sink's (`FLEET_VENT_PUBLIC`, `FLEET_SINK_PUBLIC`), and the workers' that the servers
 /// admit (`FLEET_CLIENTS`, comma separated).
-#[cfg(feature = "libzmq")]
-impl Net for ruststream_zmq::libzmq::Libzmq {
-    type Mechanism = ruststream_zmq::Curve;
+#[cfg(any(feature = "libzmq", feature = "omq"))]
+macro_rules! secured_net {
+    ($backend:ty) => {
+        impl Net for $backend {
+            type Mechanism = ruststream_zmq::Curve;
 
-    fn serve(address: String, me: &Me) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
-        Ok(ZmqEndpoint::bind(address)
-            .curve(keys::own(me)?)
-            .allow_clients(keys::clients()?))
-    }
+            fn serve(
+                address: String,
+                me: &Me,
+            ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
+                Ok(ZmqEndpoint::bind(address)
+                    .curve(keys::own(me)?)
+                    .allow_clients(keys::clients()?))
+            }
 
-    fn dial(
-        address: String,
-        me: &Me,
-        server: &str,
-    ) -> Result<ZmqEndpoint<Dialing, Self::Mechanism>, Failure> {
-        Ok(ZmqEndpoint::dial(address).curve(keys::own(me)?, keys::public(server)?))
-    }
+            fn dial(
+                address: String,
+                me: &Me,
+                server: &str,
+            ) -> Result<ZmqEndpoint<Dialing, Self::Mechanism>, Failure> {
+                Ok(ZmqEndpoint::dial(address).curve(keys::own(me)?, keys::public(server)?))
+            }
 
-    /// The retry queue serves with a key pair it makes for itself and lists no client: the
-    /// worker's jobs broker sends its copies there with the process's own key pair, which every
-    /// CURVE listener of the process admits, and nothing else gets in. No secret of another host
-    /// is needed.
-    fn retry_queue(address: String) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
-        Ok(ZmqEndpoint::bind(address)
-            .curve(ruststream_zmq::CurveKeyPair::generate()?)
-            .allow_clients([]))
-    }
+            /// The retry queue serves with a key pair it makes for itself and lists no client:
+            /// the worker's jobs broker sends its copies there with the process's own key pair,
+            /// which every CURVE listener of the process admits, and nothing else gets in. No
+            /// secret of another host is needed.
+            fn retry_queue(
+                address: String,
+            ) -> Result<ZmqEndpoint<Bound, Self::Mechanism>, Failure> {
+                Ok(ZmqEndpoint::bind(address)
+                    .curve(ruststream_zmq::CurveKeyPair::generate()?)
+                    .allow_clients([]))
+            }
 
-    /// Heartbeats every [`HEARTBEAT_INTERVAL`], a silent peer cut after [`HEARTBEAT_TIMEOUT`].
-    fn broker<P: Pattern, S: Side>(
-        endpoint: ZmqEndpoint<S, Self::Mechanism>,
-    ) -> ZmqBroker<P, S, Self> {
-        ZmqBroker::new(endpoint).heartbeat(HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT)
-    }
+            /// Heartbeats every [`HEARTBEAT_INTERVAL`], a silent peer cut after
+            /// [`HEARTBEAT_TIMEOUT`].
+            fn broker<P: Pattern, S: Side>(
+                endpoint: ZmqEndpoint<S, Self::Mechanism>,
+            ) -> ZmqBroker<P, S, Self> {
+                ZmqBroker::new(endpoint).heartbeat(HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT)
+            }
 
-    /// A worker's jobs queue holds 100 jobs per connection, not libzmq's 1,000. libzmq stops
-    /// reading a connection whose queue is full, its peer's heartbeats too, and reads on once
-    /// half of it is taken: a worker with a backlog (the scale-out sends as fast as it can)
-    /// would go [`HEARTBEAT_TIMEOUT`] without hearing the ventilator, and cut its own
-    /// connection, losing what was queued on it. Half of 100 jobs takes the worker about 0.3 s.
-    fn jobs_queue(
-        endpoint: ZmqEndpoint<Dialing, Self::Mechanism>,
-    ) -> ZmqBroker<QueueKind, Dialing, Self> {
-        Self::broker(endpoint).peer_queue(100)
-    }
+            /// A worker's jobs queue holds 100 jobs per connection, not the default 1,000. A
+            /// socket stops reading a connection whose queue is full, its peer's heartbeats too
+            /// (libzmq reads on once half of it is taken): a worker with a backlog (the
+            /// scale-out sends as fast as it can) would go [`HEARTBEAT_TIMEOUT`] without hearing
+            /// the ventilator, and cut its own connection, losing what was queued on it. Half of
+            /// 100 jobs takes the worker about 0.3 s.
+            fn jobs_queue(
+                endpoint: ZmqEndpoint<Dialing, Self::Mechanism>,
+            ) -> ZmqBroker<QueueKind, Dialing, Self> {
+                Self::broker(endpoint).peer_queue(100)
+            }
+        }
+    };
 }
 
-/// The CURVE keys of the libzmq fleet: this process's own from its certificate, the others'
-/// public keys from the environment.
 #[cfg(feature = "libzmq")]
+secured_net!(ruststream_zmq::libzmq::Libzmq);
+#[cfg(feature = "omq")]
+secured_net!(ruststream_zmq::omq::Omq);
+
+/// The CURVE keys of the libzmq and omq fleets: this process's own from its certificate, the
+/// others' public keys from the environment.
+#[cfg(any(feature = "libzmq", feature = "omq"))]
 mod keys {
     use ruststream_zmq::{CurveKeyPair, CurvePublicKey};
 
@@ -436,7 +467,7 @@ mod keys {
     /// This process's key pair, from the secret certificate `--key` names.
     pub fn own(me: &Me) -> Result<CurveKeyPair, Failure> {
         let path = me.key.as_ref().ok_or(
-            "--key FILE is required on libzmq: the certificate with this process's secret key",
+            "--key FILE is required on libzmq and omq: the certificate with this process's secret key",
         )?;
         Ok(CurveKeyPair::from_file(path)?)
     }
@@ -997,7 +1028,8 @@ struct FaultRun {
     /// Milliseconds from the sink's restart to the first result of each live worker there.
     reconnect_after_sink_restart_ms: BTreeMap<String, u64>,
     /// Milliseconds from the cut to the ventilator's jobs queue counting a peer lost, if it
-    /// did while the cut lasted (libzmq's heartbeats; the default backend does not notice).
+    /// did while the cut lasted (heartbeats on libzmq and omq; the default backend does not
+    /// notice).
     cut_noticed_by_ventilator_ms: Option<u64>,
     /// The same for the sink's queue.
     cut_noticed_by_sink_ms: Option<u64>,
@@ -1012,7 +1044,7 @@ struct FaultRun {
 
 #[derive(Debug, Default, Serialize)]
 struct Summary {
-    /// The socket backend the fleet ran on: `zeromq` or `libzmq`.
+    /// The socket backend the fleet ran on: `zeromq`, `libzmq` or `omq`.
     backend: &'static str,
     scale: Vec<ScaleRun>,
     faults: Option<FaultRun>,
@@ -1602,9 +1634,10 @@ fn report(args: &Args, backend: Choice) -> Result<(), Failure> {
                 (up - down) as f64 / 1000.0
             );
         }
-        if backend.is_libzmq() {
+        if backend.is_secured() {
             println!(
-                "  libzmq backend: CURVE on every connection, heartbeats every {} ms, a silent peer cut after {} ms",
+                "  {} backend: CURVE on every connection, heartbeats every {} ms, a silent peer cut after {} ms",
+                backend.name(),
                 HEARTBEAT_INTERVAL.as_millis(),
                 HEARTBEAT_TIMEOUT.as_millis()
             );
@@ -1672,7 +1705,7 @@ fn report(args: &Args, backend: Choice) -> Result<(), Failure> {
                 f.cut_worker_back_at_sink_ms,
             );
         }
-        if backend.is_libzmq() {
+        if backend.is_secured() {
             println!(
                 "  connections refused at their CURVE handshake: {}",
                 f.peers_refused
@@ -1756,33 +1789,35 @@ fn report(args: &Args, backend: Choice) -> Result<(), Failure> {
                 f.reconnect_after_cut_ms.is_some(),
             );
         }
-        if backend.is_libzmq() {
+        if backend.is_secured() {
             // A heartbeat goes out every interval; a peer silent for the timeout after one is
             // cut. The monitor is read every 20 ms: a second covers that and a loaded machine.
             let limit = (HEARTBEAT_INTERVAL + HEARTBEAT_TIMEOUT).as_millis() + 1_000;
             let limit = u64::try_from(limit).unwrap_or(u64::MAX);
+            let name = backend.name();
             if w.cut.is_some() {
                 expect(
                     format!(
-                        "libzmq: the ventilator noticed the cut worker gone within {limit} ms of the cut"
+                        "{name}: the ventilator noticed the cut worker gone within {limit} ms of the cut"
                     ),
                     f.cut_noticed_by_ventilator_ms.is_some_and(|ms| ms <= limit),
                 );
                 expect(
                     format!(
-                        "libzmq: the sink noticed the cut worker gone within {limit} ms of the cut"
+                        "{name}: the sink noticed the cut worker gone within {limit} ms of the cut"
                     ),
                     f.cut_noticed_by_sink_ms.is_some_and(|ms| ms <= limit),
                 );
                 expect(
-                    "libzmq: the cut worker connected to the ventilator and the sink again"
-                        .to_owned(),
+                    format!(
+                        "{name}: the cut worker connected to the ventilator and the sink again"
+                    ),
                     f.cut_worker_back_at_ventilator_ms.is_some()
                         && f.cut_worker_back_at_sink_ms.is_some(),
                 );
             }
             expect(
-                "libzmq: CURVE refused no connection of the fleet's hosts".to_owned(),
+                format!("{name}: CURVE refused no connection of the fleet's hosts"),
                 f.peers_refused == 0,
             );
         }

@@ -5,20 +5,21 @@
 # a worker's link cut and restored, the sink restarted, and a worker whose jobs fail and come back
 # through its own retry queue. It prints a report and exits non-zero when an expectation fails.
 #
-#   scripts/fleet.sh [--short] [--backend zeromq|libzmq] [--features LIST] [--bin PATH] [--dir DIR]
+#   scripts/fleet.sh [--short] [--backend zeromq|libzmq|omq] [--features LIST] [--bin PATH] [--dir DIR]
 #                    [--summary FILE]
 #
 # --short   about 30 s in all (the test suite runs this); without it, about 100 s
 # --backend the socket backend every process of the fleet runs on, one the binary was built with
 #            (default: the binary's default, `zeromq` when it has it; `fleet backend` says)
 # --features the crate's features to build the fleet with, in place of the defaults (with
-#            `--backend libzmq` and no `--features`, the defaults and `libzmq`)
+#            `--backend libzmq` or `--backend omq` and no `--features`, the defaults and that
+#            backend's feature)
 # --bin     the fleet binary (default: built with `cargo build --example fleet`)
 # --dir     where each process's record (JSON lines) and log go (default: a fresh temp dir)
 # --summary where the report's figures go, as JSON
 #
-# On the libzmq backend every connection speaks CURVE and heartbeats every 500 ms: the script
-# makes a certificate for the ventilator, the sink and each worker with pyzmq
+# On the libzmq and omq backends every connection speaks CURVE and heartbeats every 500 ms: the
+# script makes a certificate for the ventilator, the sink and each worker with pyzmq
 # (`zmq.auth.create_certificates`, libzmq's generator; the interpreter in $RUSTSTREAM_ZMQ_PYTHON,
 # else .venv/bin/python as scripts/test.sh makes it, else python3), readable by its owner only,
 # and gives each process the path of its own host's secret certificate (`--key`) and no other:
@@ -56,8 +57,8 @@ fi
 if [ -z "$bin" ]; then
     if [ -n "$features" ]; then
         cargo build --quiet --example fleet --no-default-features --features "$features"
-    elif [ "$backend" = libzmq ]; then
-        cargo build --quiet --example fleet --features libzmq
+    elif [ "$backend" = libzmq ] || [ "$backend" = omq ]; then
+        cargo build --quiet --example fleet --features "$backend"
     else
         cargo build --quiet --example fleet
     fi
@@ -70,7 +71,11 @@ mkdir -p "$dir"
 # The backend asked for, if the binary has it; else the binary's default.
 backend="$("$bin" backend ${backend:+--backend "$backend"})"
 
-if [ "$backend" = libzmq ]; then
+# The backends whose fleet speaks CURVE: each process is given its host's certificate.
+secured=0
+case "$backend" in libzmq | omq) secured=1 ;; esac
+
+if [ "$secured" = 1 ]; then
     python=""
     for candidate in "${RUSTSTREAM_ZMQ_PYTHON:-}" .venv/bin/python python3; do
         if [ -n "$candidate" ] && "$candidate" -c 'import zmq' 2>/dev/null; then
@@ -79,7 +84,7 @@ if [ "$backend" = libzmq ]; then
         fi
     done
     if [ -z "$python" ]; then
-        echo "fleet.sh: the libzmq fleet needs CURVE keys, made with pyzmq: none found" \
+        echo "fleet.sh: the $backend fleet needs CURVE keys, made with pyzmq: none found" \
             "(\$RUSTSTREAM_ZMQ_PYTHON, .venv/bin/python, python3); scripts/test.sh installs it in .venv" >&2
         exit 2
     fi
@@ -168,8 +173,8 @@ for h in "${hosts[@]}"; do
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
 done
-if [ "$backend" = libzmq ]; then
-    say "backend: libzmq, a CURVE certificate for each of the ventilator, the sink and 4 workers, each given only its own secret"
+if [ "$secured" = 1 ]; then
+    say "backend: $backend, a CURVE certificate for each of the ventilator, the sink and 4 workers, each given only its own secret"
 else
     say "backend: $backend"
 fi
@@ -180,11 +185,11 @@ progress_at="tcp://${addr[vent]}:5551"
 results_at="tcp://${addr[sink]}:5570"
 
 # start NAME HOST ROLE ARGS...: the process's record goes to NAME.jsonl, its log to NAME.log. On
-# libzmq it is given its host's secret certificate, and no other.
+# libzmq and omq it is given its host's secret certificate, and no other.
 start() {
     local name=$1 host=$2; shift 2
     local key=()
-    [ "$backend" != libzmq ] || key=(--key "$keys/$host.key_secret")
+    [ "$secured" = 0 ] || key=(--key "$keys/$host.key_secret")
     ip netns exec "$prefix-$host" "$bin" "$@" --backend "$backend" ${key[@]+"${key[@]}"} \
         > "$dir/$name.jsonl" 2> "$dir/$name.log" &
     pid[$name]=$!
