@@ -39,6 +39,8 @@ mod on_zeromq {
     #[cfg(feature = "cli")]
     mod cli;
 
+    // A message that never ends, held whole (omq cuts it: `on_omq::omq_faults`).
+    mod endless_held;
     // What the `zeromq` client does with heartbeating libzmq peers; libzmq's counterparts are in
     // `on_libzmq::libzmq_faults`.
     mod heartbeat;
@@ -71,6 +73,10 @@ mod on_libzmq {
     mod cli;
 
     mod curve;
+    // The authentication handler's thread, libzmq's alone.
+    mod curve_zap;
+    // A message that never ends, held whole (omq cuts it: `on_omq::omq_faults`).
+    mod endless_held;
     // `zmqs keys`, and the binary's CURVE options.
     #[cfg(feature = "cli")]
     mod cli_curve;
