@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite, on a fresh machine too, on both socket backends: prepares the libzmq
+# The whole test suite, on a fresh machine too, on all three socket backends: prepares the libzmq
 # peer (pyzmq in a virtualenv under .venv) that the interop tests drive, then builds once with
-# both backends compiled (libzmq needs its headers, see docs/backends.md) and runs every test target,
-# the doc tests and the compile-fail cases; each scenario that opens sockets runs once per
-# backend (`on_zeromq::...`, `on_libzmq::...`). Each backend alone is then checked to compile
-# and be lint-clean, which is all a build with one backend adds.
+# every backend compiled (libzmq needs its headers, see docs/backends.md) and runs every test
+# target, the doc tests and the compile-fail cases; each scenario that opens sockets runs once
+# per backend (`on_zeromq::...`, `on_libzmq::...`, `on_omq::...`). Each backend alone is then
+# checked to compile and be lint-clean, which is all a build with one backend adds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,11 +25,11 @@ fi
 
 # `cli` builds the `zmqs` binary, which the interop tests run.
 features=testing,asyncapi,metrics,cli
-echo "== the suite, both backends: --features $features,libzmq"
-cargo test --features "$features,libzmq" --all-targets
-cargo test --features "$features,libzmq" --doc
+echo "== the suite, every backend: --features $features,libzmq,omq"
+cargo test --features "$features,libzmq,omq" --all-targets
+cargo test --features "$features,libzmq,omq" --doc
 
-for backend in zeromq libzmq; do
+for backend in zeromq libzmq omq; do
     echo "== $backend alone: clippy --no-default-features --features $features,$backend"
     cargo clippy --no-default-features --features "$features,$backend" --all-targets -- -D warnings
 done

@@ -30,6 +30,7 @@ impl<P: Pattern, S: Side, B: Backend<Config = Config>> ZmqBroker<P, S, B> {
     /// of at most [`WireLimits::max_message_bytes`] each; by default as many as fit in 64 MiB
     /// (1,000 of the default 64 KiB; 64 of 1 MiB), and at most 1,000. A requester with more
     /// requests in flight than half its responder's queue may see answers dropped as not read.
+    /// omq's queues hold a power of two: it rounds the queue up to one (1,000 to 1,024).
     /// What a full peer gets depends on the pattern: see [`guide::backpressure`](crate::guide::backpressure).
     ///
     /// ```

@@ -20,7 +20,6 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use super::socket_config::Config;
 use crate::{
     curve::{AllowList, ClientKeys, Clients, Curve, CurveKeyPair, CurvePublicKey, Security},
     error::ZmqError,
@@ -86,23 +85,6 @@ pub(crate) fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, not
     }
 }
 
-impl Config {
-    /// The endpoint at `address` speaks CURVE with `security`.
-    pub(crate) fn secure_endpoint(&mut self, address: &str, Curve(security): Curve) {
-        self.keys.endpoint = Some((address.to_owned(), security));
-    }
-
-    /// The keys the broker's sockets dial `address` with: a dialing endpoint's CURVE.
-    pub(crate) fn destination(&mut self, address: &str, Curve(security): Curve) {
-        // A dialing endpoint's CURVE is a client's: nothing else reaches here.
-        if let Security::Client(keys) = security {
-            let destinations = &mut self.keys.destinations;
-            destinations.retain(|(known, _)| known != address);
-            destinations.push((address.to_owned(), keys));
-        }
-    }
-}
-
 /// The CURVE keys of a libzmq broker: its endpoint's, and those it gives destinations.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Keys {
@@ -113,6 +95,20 @@ pub(crate) struct Keys {
 }
 
 impl Keys {
+    /// The endpoint at `address` speaks CURVE with `security`.
+    pub(crate) fn secure_endpoint(&mut self, address: &str, Curve(security): Curve) {
+        self.endpoint = Some((address.to_owned(), security));
+    }
+
+    /// The keys the broker's sockets dial `address` with: a dialing endpoint's CURVE.
+    pub(crate) fn destination(&mut self, address: &str, Curve(security): Curve) {
+        // A dialing endpoint's CURVE is a client's: nothing else reaches here.
+        if let Security::Client(keys) = security {
+            self.destinations.retain(|(known, _)| known != address);
+            self.destinations.push((address.to_owned(), keys));
+        }
+    }
+
     /// Whether the broker's endpoint speaks CURVE.
     pub(crate) fn speaks_curve(&self) -> bool {
         self.endpoint.is_some()
@@ -271,7 +267,7 @@ mod tests {
             CurveKeyPair::generate().unwrap().public(),
             CurveKeyPair::generate().unwrap().public(),
         );
-        let mut config = Config::default();
+        let mut config = Keys::default();
         config.secure_endpoint("tcp://10.0.0.1:5550", client_of(vent));
         let to_sink = client_of(sink);
         let sink_client = match &to_sink.0 {
@@ -279,7 +275,7 @@ mod tests {
             Security::Server { .. } => unreachable!(),
         };
         config.destination("tcp://10.0.0.2:5570", to_sink);
-        let keys = &config.keys;
+        let keys = &config;
         let endpoint = dials_with(&plan(keys, false, "tcp://10.0.0.1:5550").unwrap()).unwrap();
         assert_eq!(endpoint.1, vent);
         assert_eq!(
@@ -306,7 +302,7 @@ mod tests {
             clients: Clients::Any,
         };
         let listening = listening(&serving, "tcp://0.0.0.0:47123");
-        let mut dialing = Config::default();
+        let mut dialing = Keys::default();
         dialing.secure_endpoint(
             "tcp://10.0.0.1:5550",
             client_of(CurveKeyPair::generate().unwrap().public()),
@@ -317,10 +313,10 @@ mod tests {
             "tcp://127.0.0.1:47123",
             "tcp://localhost:47123",
         ] {
-            let planned = plan(&dialing.keys, false, form).unwrap();
+            let planned = plan(&dialing, false, form).unwrap();
             assert_eq!(dials_with(&planned), Some((own, server.public())), "{form}");
         }
         drop(listening);
-        assert!(plan(&dialing.keys, false, "tcp://127.0.0.1:47123").is_err());
+        assert!(plan(&dialing, false, "tcp://127.0.0.1:47123").is_err());
     }
 }

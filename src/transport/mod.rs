@@ -116,19 +116,23 @@ impl Backend for omq::Omq {
 /// `libzmq` never moves them; [`Libzmq`](libzmq::Libzmq) in a build with only `libzmq`.
 #[cfg(feature = "zeromq")]
 pub type DefaultBackend = zeromq::Zeromq;
-/// The backend of the brokers at the crate root: [`Libzmq`](libzmq::Libzmq), the only one this
-/// build has; with the `zeromq` feature on, it is that one.
-#[cfg(not(feature = "zeromq"))]
+/// The backend of the brokers at the crate root in a build without `zeromq`:
+/// [`Libzmq`](libzmq::Libzmq) where this build has it; with the `zeromq` feature on, that one.
+#[cfg(all(not(feature = "zeromq"), feature = "libzmq"))]
 pub type DefaultBackend = libzmq::Libzmq;
+/// The backend of the brokers at the crate root in a build with only `omq`:
+/// [`Omq`](omq::Omq).
+#[cfg(not(any(feature = "zeromq", feature = "libzmq")))]
+pub type DefaultBackend = omq::Omq;
 
 /// Backend `Self` speaks mechanism `M`: every backend speaks ZeroMQ's NULL
-/// ([`Plain`](crate::Plain)), only [`Libzmq`](libzmq::Libzmq) speaks CURVE. A broker takes an
+/// ([`Plain`](crate::Plain)); libzmq and omq speak CURVE. A broker takes an
 /// endpoint only if its backend speaks the endpoint's mechanism.
 #[diagnostic::on_unimplemented(
     message = "a broker on `{Self}` takes no endpoint secured by `{M}`",
     label = "this endpoint's mechanism",
-    note = "CURVE is spoken by the brokers on libzmq only: `ruststream_zmq::libzmq::ZmqQueue` and \
-            its siblings (feature `libzmq`)",
+    note = "CURVE is spoken by the brokers on libzmq and omq: `ruststream_zmq::omq::ZmqQueue` or \
+            `ruststream_zmq::libzmq::ZmqQueue` and their siblings (features `omq`, `libzmq`)",
     note = "a bound CURVE endpoint (`WantsClients`) is taken once it says who may connect: \
             `.allow_clients(keys)` or `.allow_any_client()`"
 )]

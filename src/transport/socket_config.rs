@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::curve_keys::Keys;
+use crate::curve::Curve;
 
 /// What a broker on a backend with socket options of its own sets (libzmq, omq): its per-peer
 /// queue, heartbeat, handshake timeout and CURVE keys.
@@ -31,6 +32,18 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             keys: Keys::default(),
         }
+    }
+}
+
+impl Config {
+    /// The endpoint at `address` speaks CURVE with `curve`.
+    pub(crate) fn secure_endpoint(&mut self, address: &str, curve: Curve) {
+        self.keys.secure_endpoint(address, curve);
+    }
+
+    /// The keys the broker's sockets dial `address` with: a dialing endpoint's CURVE.
+    pub(crate) fn destination(&mut self, address: &str, curve: Curve) {
+        self.keys.destination(address, curve);
     }
 }
 

@@ -38,6 +38,8 @@ fn a_public_key_is_the_one_libzmq_makes_of_its_secret() {
         let made = CurvePublicKey::of(&decode(secret, "a secret key").unwrap());
         assert_eq!(made.to_z85(), public);
     }
+    // libzmq's own generator, where this build has it.
+    #[cfg(feature = "libzmq")]
     for _ in 0..20 {
         let pair = zmq::CurveKeyPair::new().unwrap();
         assert_eq!(CurvePublicKey::of(&pair.secret_key).0, pair.public_key);

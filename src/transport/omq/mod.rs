@@ -134,7 +134,9 @@ fn socket_options(role: Role, options: &Options) -> OmqOptions {
     let queue = u32::try_from(options.peer_queue).unwrap_or(u32::MAX);
     let mut set = OmqOptions::default()
         .send_hwm(queue)
-        .recv_hwm(queue)
+        // omq reads a peer's messages into a queue of that peer's, then into the socket's, each
+        // of this length: half the peer's queue each holds the peer to it.
+        .recv_hwm(queue.div_ceil(2))
         .max_message_size(options.message_size)
         .handshake_timeout(options.handshake_timeout)
         .reconnect(ReconnectPolicy::Exponential {
@@ -455,5 +457,20 @@ impl WriteSocket for OmqWriteSocket {
 
     async fn close(self, linger: Duration) -> Flush {
         self.0.close(linger).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_limit_takes_every_message_the_crate_takes_and_bounds_its_frames() {
+        // The largest message the default limits take, in its most frames and a ROUTER's
+        // envelope, is within omq's count of it.
+        let limit = message_size(64 << 10, 8);
+        assert!((64 << 10) + FRAME_COST * 10 <= limit);
+        // Empty frames cost omq 64 bytes each: a message has at most this many.
+        assert_eq!(limit / FRAME_COST, 1_034);
     }
 }
