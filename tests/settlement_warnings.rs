@@ -313,3 +313,5 @@ macro_rules! scenarios {
 scenarios!(on_zeromq, ruststream_zmq::zeromq::Zeromq);
 #[cfg(feature = "libzmq")]
 scenarios!(on_libzmq, ruststream_zmq::libzmq::Libzmq);
+#[cfg(feature = "omq")]
+scenarios!(on_omq, ruststream_zmq::omq::Omq);

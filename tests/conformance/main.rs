@@ -1,6 +1,6 @@
 //! The framework's conformance suites (`ruststream::conformance`), in process and live over
 //! loopback, for every pattern and both sides where a suite takes them. The live suites run once
-//! per compiled backend (`on_zeromq::live`, `on_libzmq::live`); what runs in process, or only
+//! per compiled backend (`on_zeromq::live`, `on_libzmq::live`, `on_omq::live`); what runs in process, or only
 //! describes a service, runs once.
 
 // The live suites' file is a module of each backend's: loaded twice, on purpose.
@@ -27,6 +27,15 @@ mod on_zeromq {
 #[path = "."]
 mod on_libzmq {
     pub(crate) use ruststream_zmq::libzmq::{ZmqFanout, ZmqQueue, ZmqRpc};
+
+    mod live;
+}
+
+/// The live suites on omq.
+#[cfg(feature = "omq")]
+#[path = "."]
+mod on_omq {
+    pub(crate) use ruststream_zmq::omq::{ZmqFanout, ZmqQueue, ZmqRpc};
 
     mod live;
 }

@@ -25,7 +25,7 @@ mod on_zeromq {
 
     pub(crate) const BACKEND: Backend = Backend::Zeromq;
 
-    // The scenarios of every backend: the same list in both backends' modules.
+    // The scenarios of every backend: the same list in every backend's module.
     mod fanout;
     mod flush;
     mod hostile;
@@ -58,7 +58,7 @@ mod on_libzmq {
 
     pub(crate) const BACKEND: Backend = Backend::Libzmq;
 
-    // The scenarios of every backend: the same list in both backends' modules.
+    // The scenarios of every backend: the same list in every backend's module.
     mod fanout;
     mod flush;
     mod hostile;
@@ -81,6 +81,8 @@ mod on_libzmq {
     #[cfg(feature = "cli")]
     mod cli_curve;
     mod libzmq_faults;
+    // Heartbeats, a stopped peer, a silent one.
+    mod liveness;
     // A stopped worker past libzmq's per-peer queue (`peer_queue`).
     mod stalled_past_the_peer_queue;
 }
@@ -107,6 +109,8 @@ mod on_omq {
     mod with_ruststream_zeromq;
 
     mod curve;
+    // Heartbeats, a stopped peer, a silent one.
+    mod liveness;
     // Hostile peers against omq's limits and its ROUTER, speaking ZMTP by hand.
     mod omq_faults;
     // A stopped worker past the per-peer queue (`peer_queue`).
