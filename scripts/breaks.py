@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FEATURES = "testing,asyncapi,metrics,cli,libzmq"
+FEATURES = "testing,asyncapi,metrics,cli,libzmq,omq"
 
 
 def breaks(path):

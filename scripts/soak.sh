@@ -27,7 +27,7 @@ export RUSTSTREAM_ZMQ_PYTHON="$PWD/.venv/bin/python"
 declare -A binary
 while IFS=$'\t' read -r name path; do
     binary[$name]=$path
-done < <(cargo test --features "${SOAK_FEATURES:-testing,asyncapi,metrics,cli,libzmq}" --no-run \
+done < <(cargo test --features "${SOAK_FEATURES:-testing,asyncapi,metrics,cli,libzmq,omq}" --no-run \
     --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
