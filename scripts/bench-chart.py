@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The summary table and chart at the top of BENCHMARKS.md, from the bench's own output.
 
-    cargo bench --bench throughput --features libzmq -- --reps 3 | tee docs/bench/both.txt
-    scripts/bench-chart.py docs/bench/both.txt
+    cargo bench --bench throughput --features libzmq,omq -- --reps 3 | tee docs/bench/three.txt
+    scripts/bench-chart.py docs/bench/three.txt
 
 Each input is what the bench printed (the whole output, or only its tables): each line
 "backend `NAME`, ..." names a backend, and the rows after it are its table, up to the cross
-table ("crate on ..."). With both backends, the summary adds libzmq's rate over `zeromq`'s. The script
+table ("crate on ..."). With more than one backend, the summary adds each later backend's rate
+over the first's (`zeromq`'s, where the run has it). The script
 writes the chart (`--svg`, docs/benchmarks.svg by default) and prints the Markdown table
 for the top of BENCHMARKS.md. Standard library only.
 """
@@ -82,9 +83,8 @@ def summary(backends):
     head = ["Scenario"]
     for name in names:
         head += [f"`{name}`: crate / raw", "ratio", "CPU x raw"]
-    cross = names == ["zeromq", "libzmq"]
-    if cross:
-        head.append("libzmq / `zeromq`")
+    # Each later backend's crate over the first's.
+    head += [f"{name} / `{names[0]}`" for name in names[1:]]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, start in ROWS:
         cells, crate = [label], []
@@ -96,8 +96,8 @@ def summary(backends):
             else:
                 cells += [f"{rate(row[1])} / {rate(row[2])}", row[3], cpu_ratio(row[4])]
                 crate.append(per_second(row[1]))
-        if cross:
-            cells.append(f"{crate[1] / crate[0]:.2f}" if all(crate) else "-")
+        for other in crate[1:]:
+            cells.append(f"{other / crate[0]:.2f}" if other and crate[0] else "-")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
