@@ -1,4 +1,4 @@
-//! CURVE on an endpoint (`libzmq` feature): the server's key pair on a bound endpoint, with the
+//! CURVE on an endpoint (features `libzmq` and `omq`): the server's key pair on a bound endpoint, with the
 //! clients it admits (a list of keys, or any, said before a broker takes it); a client's key pair
 //! and the server's public key on a dialing one. The keys themselves are [`keys`]'s.
 
@@ -9,10 +9,10 @@ use std::{collections::HashSet, fmt, sync::Arc};
 pub use self::keys::{CurveKeyPair, CurvePublicKey};
 use crate::endpoint::{Bound, Dialing, ZmqEndpoint, sealed_mechanism};
 
-/// CURVE on an endpoint, finished (libzmq backend): every connection encrypted, the server known
+/// CURVE on an endpoint, finished (libzmq and omq backends): every connection encrypted, the server known
 /// by its public key, and on a bound endpoint the clients it admits said. Made by
 /// `ZmqEndpoint::<Dialing>::curve`, or on a bound endpoint by `allow_clients` or
-/// `allow_any_client` after `curve`; only a broker on libzmq takes an endpoint that has it.
+/// `allow_any_client` after `curve`; only a broker on libzmq or omq takes an endpoint that has it.
 #[derive(Clone)]
 pub struct Curve(pub(crate) Security);
 
@@ -67,7 +67,7 @@ impl fmt::Debug for WantsClients {
 }
 
 impl ZmqEndpoint<Bound> {
-    /// Serves CURVE on this endpoint with the server's key pair (`libzmq` feature): every
+    /// Serves CURVE on this endpoint with the server's key pair (features `libzmq`, `omq`): every
     /// connection is encrypted, and a client must know `server.public()`. Then say who may
     /// connect ([`WantsClients`]): [`allow_clients`](ZmqEndpoint::allow_clients) or
     /// [`allow_any_client`](ZmqEndpoint::allow_any_client).
@@ -95,7 +95,7 @@ impl ZmqEndpoint<Bound> {
 }
 
 impl ZmqEndpoint<Bound, WantsClients> {
-    /// Admits only these client keys (`libzmq` feature), and this process's own sockets. A
+    /// Admits only these client keys (features `libzmq`, `omq`), and this process's own sockets. A
     /// client with another key is refused at its handshake: counted in
     /// [`ZmqMonitor::peers_refused`](crate::ZmqMonitor::peers_refused), and logged once a burst
     /// per key with the key's fingerprint. An empty list admits this process's sockets alone: a
@@ -123,7 +123,7 @@ impl ZmqEndpoint<Bound, WantsClients> {
         self.decided(Clients::Listed(listed))
     }
 
-    /// Admits any client that holds the server's public key (`libzmq` feature): the key is the
+    /// Admits any client that holds the server's public key (features `libzmq`, `omq`): the key is the
     /// only secret between a client and the service. Each listener warns once as it binds,
     /// naming its endpoint, so that a service exposed so is said aloud.
     ///
@@ -150,10 +150,10 @@ impl ZmqEndpoint<Bound, WantsClients> {
 }
 
 impl ZmqEndpoint<Dialing> {
-    /// Speaks CURVE to this endpoint's server (`libzmq` feature): this process's `client` key
+    /// Speaks CURVE to this endpoint's server (features `libzmq`, `omq`): this process's `client` key
     /// pair, and the public key of the `server` it expects. A server with another key is never
     /// connected to. These keys are the endpoint's alone: a `name@endpoint` destination
-    /// elsewhere takes keys of its own (the libzmq brokers' `destination`), and a copy to a
+    /// elsewhere takes keys of its own (the `destination` of the libzmq and omq brokers), and a copy to a
     /// CURVE listener of this process goes with the process's own key pair.
     ///
     /// # Examples

@@ -47,8 +47,8 @@ pub trait Side: sealed::SealedSide + Send + Sync + 'static {
 }
 
 /// How an endpoint's connections are secured, finished: [`Plain`] (ZeroMQ's NULL mechanism,
-/// every backend), or CURVE (`ZmqEndpoint::curve`, the libzmq backend only: a broker on another
-/// backend does not take such an endpoint). A broker takes an endpoint only once its mechanism
+/// every backend), or CURVE (`ZmqEndpoint::curve`, the libzmq and omq backends only: a broker on
+/// the `zeromq` backend does not take such an endpoint). A broker takes an endpoint only once its mechanism
 /// is one: a bound endpoint with CURVE first says who may connect (`WantsClients`). Sealed.
 #[diagnostic::on_unimplemented(
     message = "this endpoint's security is not finished (`{Self}`): a CURVE server endpoint says \

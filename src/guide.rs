@@ -5,7 +5,7 @@
 //! | [`patterns`] | queue, fan-out, request-reply; bound and dialing; what a handler reads |
 //! | [`settlement`] | what `ack`, `drop` and retries do; where copies go; the ack warning |
 //! | [`wire`] | the frames a Python or C++ peer sends and reads |
-//! | [`backends`] | `zeromq` or libzmq: which for which network, installing, each one's limits |
+//! | [`backends`] | `zeromq`, libzmq or omq: which for which network, installing, each one's limits |
 //! | [`security`] | CURVE, allow-lists and keys; bad input, wire limits, hostile peers |
 //! | [`backpressure`] | a peer that is down or does not read; send deadlines; read-ahead |
 //! | [`operations`] | keyed worker lanes, readiness for `/healthz`, what `shutdown` reports |

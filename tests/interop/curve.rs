@@ -150,7 +150,7 @@ fn wrong_key_logged() -> String {
 /// refusal is logged at debug level only, where an unlisted client's is a warning. Every line is
 /// kept, debug ones too, from the wrong key's first handshake until it is counted: each is at
 /// debug level, and one says the handshake failed, naming the endpoint. The lines are read from
-/// the logs, so it runs in a process of its own. (CURVE is libzmq's alone.)
+/// the logs, so it runs in a process of its own. (CURVE is libzmq's and omq's.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_a_wrong_server_key_is_logged_at_debug_level_only() {
     if is_child(&wrong_key_logged()) {

@@ -1,7 +1,7 @@
 //! A service that listens beyond the loopback says so once, at the bind: a warning in clear,
 //! naming the endpoint and the backend; one that listens on the loopback says nothing of it.
 //! Every socket that binds says it: a subscription's, a publisher's, a responder's. (Under CURVE,
-//! which only libzmq speaks, it is a note at info instead: `exposure_under_curve.rs`.)
+//! which libzmq and omq speak, it is a note at info instead: `exposure_under_curve.rs`.)
 
 use ruststream::{Broker, ConnectedBroker, Subscribe};
 
