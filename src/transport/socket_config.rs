@@ -6,7 +6,10 @@
 use std::time::Duration;
 
 use super::curve_keys::Keys;
-use crate::curve::Curve;
+use crate::{
+    curve::Curve,
+    error::{SendFailure, ZmqError},
+};
 
 /// What a broker on a backend with socket options of its own sets (libzmq, omq): its per-peer
 /// queue, heartbeat, handshake timeout and CURVE keys.
@@ -36,6 +39,13 @@ impl Default for Config {
 }
 
 impl Config {
+    /// How many messages a socket queues for one peer, each way, where a peer may send messages
+    /// of up to `message_bytes`: as set, or as many as [`PEER_BUDGET`] holds.
+    pub(crate) fn peer_queue_for(&self, message_bytes: usize) -> usize {
+        self.peer_queue
+            .unwrap_or_else(|| peer_queue_within(PEER_BUDGET, message_bytes))
+    }
+
     /// The endpoint at `address` speaks CURVE with `curve`.
     pub(crate) fn secure_endpoint(&mut self, address: &str, curve: Curve) {
         self.keys.secure_endpoint(address, curve);
@@ -44,6 +54,22 @@ impl Config {
     /// The keys the broker's sockets dial `address` with: a dialing endpoint's CURVE.
     pub(crate) fn destination(&mut self, address: &str, curve: Curve) {
         self.keys.destination(address, curve);
+    }
+}
+
+/// Why a send to `endpoint` did not leave by its deadline, on a socket that queues `peer_queue`
+/// messages for each peer: its peer, if `reached`, is not reading; else there is none.
+pub(crate) fn not_taken(endpoint: &str, reached: bool, peer_queue: usize) -> ZmqError {
+    let why = if reached {
+        SendFailure::NotReading(format!(
+            "the peer is not reading: its queue of {peer_queue} messages is full"
+        ))
+    } else {
+        SendFailure::NoPeer("no peer is connected".to_owned())
+    };
+    ZmqError::Send {
+        endpoint: endpoint.to_owned(),
+        source: why,
     }
 }
 

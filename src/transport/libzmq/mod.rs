@@ -39,11 +39,11 @@ use super::{
     },
     curve_keys::{self, Keys, KnownListener, Plan},
     reading_end::Received,
-    socket_config::{Config, PEER_BUDGET, peer_queue_within},
+    socket_config::{Config, not_taken},
 };
 use crate::{
     endpoint::bind_form,
-    error::{SendFailure, SocketFault, ZmqError},
+    error::{SocketFault, ZmqError},
     monitor::{Flush, ZmqMonitor},
     pattern::Role,
     settings::Settings,
@@ -66,9 +66,7 @@ impl SocketBackend for Libzmq {
 
     fn options(settings: &Settings, config: Config) -> Options {
         Options {
-            peer_queue: config
-                .peer_queue
-                .unwrap_or_else(|| peer_queue_within(PEER_BUDGET, settings.limits.message_bytes())),
+            peer_queue: config.peer_queue_for(settings.limits.message_bytes()),
             max_message_bytes: settings.limits.message_bytes(),
             heartbeat: config.heartbeat,
             handshake_timeout: config.handshake_timeout,
@@ -335,18 +333,7 @@ impl MonitoredSocket {
 
     /// Why a send did not leave by its deadline.
     fn not_taken(&self) -> ZmqError {
-        let why = if self.reached() {
-            SendFailure::NotReading(format!(
-                "the peer is not reading: its queue of {} messages is full",
-                self.peer_queue
-            ))
-        } else {
-            SendFailure::NoPeer("no peer is connected".to_owned())
-        };
-        ZmqError::Send {
-            endpoint: self.address.clone(),
-            source: why,
-        }
+        not_taken(&self.address, self.reached(), self.peer_queue)
     }
 
     /// Sends one message, waiting up to `deadline` for room: for a peer to connect, or for a

@@ -37,11 +37,11 @@ use super::{
     },
     curve_keys::{self, Keys, KnownListener},
     reading_end::{ReadingEnd, Received},
-    socket_config::{Config, PEER_BUDGET, peer_queue_within},
+    socket_config::{Config, not_taken},
 };
 use crate::{
     endpoint::bind_form,
-    error::{SendFailure, ZmqError},
+    error::ZmqError,
     monitor::{Flush, ZmqMonitor},
     pattern::Role,
     settings::Settings,
@@ -65,9 +65,7 @@ impl SocketBackend for Omq {
     fn options(settings: &Settings, config: Config) -> Options {
         let message_bytes = settings.limits.message_bytes();
         Options {
-            peer_queue: config
-                .peer_queue
-                .unwrap_or_else(|| peer_queue_within(PEER_BUDGET, message_bytes)),
+            peer_queue: config.peer_queue_for(message_bytes),
             message_size: message_size(message_bytes, settings.limits.frames()),
             heartbeat: config.heartbeat,
             handshake_timeout: config.handshake_timeout,
@@ -254,18 +252,7 @@ impl OmqSocket {
 
     /// Why a send did not leave by its deadline.
     fn not_taken(&self) -> ZmqError {
-        let why = if self.reached() {
-            SendFailure::NotReading(format!(
-                "the peer is not reading: its queue of {} messages is full",
-                self.peer_queue
-            ))
-        } else {
-            SendFailure::NoPeer("no peer is connected".to_owned())
-        };
-        ZmqError::Send {
-            endpoint: self.address.clone(),
-            source: why,
-        }
+        not_taken(&self.address, self.reached(), self.peer_queue)
     }
 
     /// Tries one send without waiting: answers the message back while there is no peer or no
