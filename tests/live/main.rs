@@ -16,6 +16,9 @@ mod support;
 // Brokers of both backends in one process, against each other.
 #[cfg(all(feature = "zeromq", feature = "libzmq"))]
 mod both_backends;
+// CURVE between libzmq and omq brokers of one process.
+#[cfg(all(feature = "libzmq", feature = "omq"))]
+mod curve_across_backends;
 
 /// The topics on the pure-Rust `zeromq` client.
 #[cfg(feature = "zeromq")]
