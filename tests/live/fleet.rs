@@ -2,20 +2,20 @@
 //! and runs `examples/fleet.rs` on them, through a killed worker, a cut link, a restarted sink and
 //! retry copies; this test holds its counts to the at-most-once promise.
 //!
-//! It runs once per compiled backend (`fleet.sh --backend`). On libzmq the fleet speaks CURVE
-//! with heartbeats on: the ventilator must notice the cut worker gone within the heartbeat's
-//! timeout, and the only loss the cut may add is what it sent on the cut connection before it
-//! noticed.
+//! It runs once per compiled backend (`fleet.sh --backend`). On libzmq and omq the fleet speaks
+//! CURVE with heartbeats on: the ventilator must notice the cut worker gone within the
+//! heartbeat's timeout, and the only loss the cut may add is what it sent on the cut connection
+//! before it noticed.
 //!
 //! The test counts from the records each process wrote (what was sent, handled, collected) and
 //! tells each loss's cause itself, from the faults it made, not from the example's report: a job
 //! that was the killed worker's turn in the queue's rotation, sent after the last it handled and
 //! before the ventilator dropped it; a result the killed worker published just before it died,
-//! or any worker as the sink stopped; on libzmq, the cut worker's turns until the ventilator
-//! noticed the cut, and its results on the cut link. Any other loss fails, and each cause is
-//! capped at a small multiple of the worst the measured runs on this backend lost to it. On the
-//! default backend the connection outlives the cut unnoticed, so any loss put down to the cut
-//! fails. The report's tally must match the records'.
+//! or any worker as the sink stopped; on libzmq and omq, the cut worker's turns until the
+//! ventilator noticed the cut, and its results on the cut link. Any other loss fails, and each
+//! cause is capped at a small multiple of the worst the measured runs on this backend lost to
+//! it. On the default backend the connection outlives the cut unnoticed, so any loss put down
+//! to the cut fails. The report's tally must match the records'.
 //!
 //! It needs root (network namespaces). Where they cannot be made it fails, naming why, unless
 //! `RUSTSTREAM_ZMQ_SKIP_FLEET=1` is set: then it says so on stderr and passes without running.
@@ -40,7 +40,7 @@ const FAULT_JOBS: u64 = 4_000;
 const RATE: u64 = 200;
 /// The live workers when the link is cut (one was killed before): each gets a third of it.
 const LIVE_AT_THE_CUT: u64 = 3;
-/// The fleet's heartbeat on libzmq (`examples/fleet.rs`): every 500 ms, cut after 2 s of
+/// The fleet's heartbeat on libzmq and omq (`examples/fleet.rs`): every 500 ms, cut after 2 s of
 /// silence. The monitor is read every 20 ms; one more second covers a loaded machine.
 const NOTICED_WITHIN_MS: u64 = 500 + 2_000 + 1_000;
 
@@ -56,6 +56,11 @@ const MEASURED_RUNS: u64 = 20;
 fn worst_seen(backend: Backend) -> &'static [(&'static str, u64, u64)] {
     match backend {
         Backend::Zeromq => &[("killed worker", 8, 300), ("sink restart", 6, 300)],
+        // omq runs the fleet as libzmq does (CURVE, the same heartbeats) and is held to the
+        // same figures. Its 20 runs (17 on a machine shared with other builds, load 2 to 6; 3
+        // with a `yes` on each core) lost at most 4 to the killed worker, 1 to the sink
+        // restart, 167 to the cut connection and 1 to the cut link. libzmq's 4 runs beside
+        // them lost at most 1 to the kill: its 117 was of a moment, not of the backend.
         Backend::Libzmq | Backend::Omq => &[
             ("killed worker", 117, 300),
             ("sink restart", 9, 300),
@@ -302,7 +307,7 @@ enum Cause {
     /// Its result was on the way to the sink as the sink stopped.
     SinkRestart,
     /// It was the cut worker's turn, sent before the ventilator noticed the cut (heartbeats,
-    /// libzmq): it went down with the connection.
+    /// libzmq and omq): it went down with the connection.
     CutConnection,
     /// Its result was on the cut link when the connection went down.
     CutLink,
@@ -463,8 +468,8 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
     let lines = records(&dir);
 
     // Scale-out: every job of each run collected once. (Which workers took part is not held
-    // here: the script begins a run once the workers' TCP connections are up, and on libzmq a
-    // new worker's CURVE handshake can still be under way as the burst leaves.)
+    // here: the script begins a run once the workers' TCP connections are up, and on libzmq
+    // and omq a new worker's CURVE handshake can still be under way as the burst leaves.)
     for name in ["scale1", "scale2", "scale4"] {
         let run = Run::of(&lines, name);
         assert_eq!(run.sent.len() as u64, SCALE_JOBS, "{name}: jobs sent");
@@ -567,8 +572,10 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
             "without heartbeats the cut goes unnoticed while it lasts: the ventilator dropped \
              w2 at {cut_noticed:?}, the sink at {sink_noticed:?}"
         ),
+        // omq's heartbeats notice the cut as libzmq's do: in the measured runs the ventilator
+        // dropped w2 2.23 to 2.51 s after the cut, the sink 2.01 to 2.49 s.
         Backend::Libzmq | Backend::Omq => {
-            libzmq_noticed_the_cut(&lines, cut, restore, cut_noticed, sink_noticed, &causes)
+            heartbeats_noticed_the_cut(&lines, cut, restore, cut_noticed, sink_noticed, &causes)
         }
     }
 
@@ -623,8 +630,8 @@ fn a_fleet_across_hosts_loses_only_what_at_most_once_allows_and_duplicates_nothi
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// On libzmq, what the heartbeats and CURVE did in the run with faults.
-fn libzmq_noticed_the_cut(
+/// On libzmq and omq, what the heartbeats and CURVE did in the run with faults.
+fn heartbeats_noticed_the_cut(
     lines: &[Line],
     cut: u64,
     restore: u64,
