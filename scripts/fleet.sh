@@ -5,8 +5,8 @@
 # a worker's link cut and restored, the sink restarted, and a worker whose jobs fail and come back
 # through its own retry queue. It prints a report and exits non-zero when an expectation fails.
 #
-#   scripts/fleet.sh [--short] [--backend zeromq|libzmq|omq] [--features LIST] [--bin PATH] [--dir DIR]
-#                    [--summary FILE]
+#   scripts/fleet.sh [--short] [--backend zeromq|libzmq|omq] [--features LIST] [--bin PATH]
+#                    [--dir DIR] [--summary FILE]
 #
 # --short   about 30 s in all (the test suite runs this); without it, about 100 s
 # --backend the socket backend every process of the fleet runs on, one the binary was built with
