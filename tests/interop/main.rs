@@ -80,6 +80,8 @@ mod on_libzmq {
     // `zmqs keys`, and the binary's CURVE options.
     #[cfg(feature = "cli")]
     mod cli_curve;
+    // An answer to a requester that left.
+    mod gone_requester;
     mod libzmq_faults;
     // Heartbeats, a stopped peer, a silent one.
     mod liveness;
@@ -109,6 +111,8 @@ mod on_omq {
     mod with_ruststream_zeromq;
 
     mod curve;
+    // An answer to a requester that left.
+    mod gone_requester;
     // Heartbeats, a stopped peer, a silent one.
     mod liveness;
     // Hostile peers against omq's limits and its ROUTER, speaking ZMTP by hand.
