@@ -57,11 +57,12 @@ async fn port_zero_resolves_and_the_bound_address_is_readable_once_started() {
         address.starts_with("tcp://127.0.0.1:") && port != 0,
         "{address}"
     );
-    Feeder::dial(&address)
-        .await
-        .send("port-zero", 1, Plan::Ack)
-        .await;
+    // Kept until its payment arrived: a publisher dropped without `shutdown` lingers for
+    // nothing, and what it had not yet written is lost.
+    let feeder = Feeder::dial(&address).await;
+    feeder.send("port-zero", 1, Plan::Ack).await;
     journal.until("the payment", |s| s.len() == 1).await;
+    feeder.close().await;
     running.shutdown().await.unwrap();
 }
 
@@ -78,11 +79,12 @@ async fn an_ipc_endpoint_carries_messages() {
     .start()
     .await
     .unwrap();
-    Feeder::dial(&address)
-        .await
-        .send("over-ipc", 1, Plan::Ack)
-        .await;
+    // Kept until its payment arrived: a publisher dropped without `shutdown` lingers for
+    // nothing, and what it had not yet written is lost.
+    let feeder = Feeder::dial(&address).await;
+    feeder.send("over-ipc", 1, Plan::Ack).await;
     journal.until("the payment", |s| s.len() == 1).await;
+    feeder.close().await;
     running.shutdown().await.unwrap();
     let _ = std::fs::remove_file(path);
 }
@@ -137,11 +139,12 @@ async fn a_bound_port_is_free_again_right_after_shutdown() {
         .start()
         .await
         .unwrap();
-        Feeder::dial(&address)
-            .await
-            .send("rebind", round, Plan::Ack)
-            .await;
+        // Kept until its payment arrived: a publisher dropped without `shutdown` lingers for
+        // nothing, and what it had not yet written is lost.
+        let feeder = Feeder::dial(&address).await;
+        feeder.send("rebind", round, Plan::Ack).await;
         journal.until("the payment", |s| s.len() == 1).await;
+        feeder.close().await;
         running.shutdown().await.unwrap();
     }
 }

@@ -28,13 +28,14 @@ async fn a_wildcard_host_binds_every_interface_and_a_peer_on_loopback_delivers_t
         .unwrap_or_else(|| panic!("not bound on every interface: {address}"));
     assert_ne!(port, 0, "{address}");
 
-    Feeder::dial(&format!("tcp://127.0.0.1:{port}"))
-        .await
-        .send("everywhere", 7, Plan::Ack)
-        .await;
+    // Kept until its payment arrived: a publisher dropped without `shutdown` lingers for
+    // nothing, and what it had not yet written is lost.
+    let feeder = Feeder::dial(&format!("tcp://127.0.0.1:{port}")).await;
+    feeder.send("everywhere", 7, Plan::Ack).await;
     let seen = journal.until("the payment", |s| !s.is_empty()).await;
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].id, 7, "{seen:?}");
+    feeder.close().await;
     running.shutdown().await.unwrap();
 }
 
