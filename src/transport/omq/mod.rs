@@ -32,7 +32,7 @@ pub(crate) use self::duplex::OmqDuplexSocket;
 use self::{security::Admission, watcher::Watched};
 use super::{
     backend::{
-        CLOSE_WAIT, HandOver, Opening, ReadSocket, SocketBackend, WriteSocket, fault, refused_send,
+        HandOver, Opening, ReadSocket, SocketBackend, WriteSocket, fault, refused_send,
         socket_gone, stopped,
     },
     curve_keys::{self, Keys, KnownListener},
@@ -311,26 +311,14 @@ impl OmqSocket {
     /// Closes the socket, keeping what it queued for its peers for at most `linger`. omq ends
     /// the socket once what it queued left, or once the linger ran out, and says nothing of
     /// which: a close that ends before the linger ran out left nothing behind. A bound socket's
-    /// address is free again when this returns.
+    /// address is free again when this returns: omq closes its listener before it answers.
     async fn close(self, linger: Duration) -> Flush {
-        let Self {
-            socket,
-            peers,
-            binds,
-            ..
-        } = self;
         let began = Instant::now();
-        let closing = socket.close_with_linger(Some(linger));
+        let closing = self.socket.close_with_linger(Some(linger));
         let ended = tokio::time::timeout(linger + STOP_MARGIN, closing)
             .await
             .is_ok();
-        let flushed = ended && began.elapsed() < linger;
-        // With no linger omq ends the socket in the background: a bound one waits for its end,
-        // so that its address is free again, as the broker's `shutdown` promises.
-        if binds {
-            let _ = tokio::time::timeout(CLOSE_WAIT, peers.gone()).await;
-        }
-        if flushed {
+        if ended && began.elapsed() < linger {
             Flush::Flushed
         } else {
             Flush::LingerRanOut

@@ -51,8 +51,6 @@ pub(super) struct Watched {
     ready: AtomicUsize,
     /// Whether a peer was ever lost: on a dialing socket, the next one is a reconnect.
     ever_lost: AtomicBool,
-    /// Whether the socket is gone, its listener with it.
-    gone: AtomicBool,
     /// Wakes whoever waits for a peer.
     pub(super) changed: Notify,
 }
@@ -70,7 +68,6 @@ impl Watched {
         let watched = Arc::new(Self {
             ready: AtomicUsize::new(0),
             ever_lost: AtomicBool::new(false),
-            gone: AtomicBool::new(false),
             changed: Notify::new(),
         });
         let watcher = Arc::clone(&watched);
@@ -133,8 +130,7 @@ impl Watched {
                 "the server refused this socket's credentials, and it does not dial again: check \
                  that its CURVE key is on the server's allow-list, then restart the service"
             ),
-            Event::Closed => self.gone.store(true, Ordering::Release),
-            Event::Other => {}
+            Event::Closed | Event::Other => {}
         }
         self.changed.notify_waiters();
     }
@@ -142,11 +138,6 @@ impl Watched {
     /// Peers through their handshake now.
     pub(super) fn ready(&self) -> usize {
         self.ready.load(Ordering::Acquire)
-    }
-
-    /// Waits until the socket is gone.
-    pub(super) async fn gone(&self) {
-        self.until(|_| self.gone.load(Ordering::Acquire)).await;
     }
 
     /// Waits until `done` holds of the socket's ready peers.
