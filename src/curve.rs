@@ -231,7 +231,7 @@ pub struct ClientKeys {
 pub struct AllowList(Arc<HashSet<CurvePublicKey>>);
 
 impl AllowList {
-    #[cfg(test)]
+    #[cfg(all(test, feature = "libzmq"))]
     pub(crate) fn new(keys: impl IntoIterator<Item = CurvePublicKey>) -> Self {
         Self(Arc::new(keys.into_iter().collect()))
     }

@@ -172,7 +172,7 @@ impl<S: Side> ZmqEndpoint<S> {
 impl<S: Side, M: sealed_mechanism::SealedMechanism> ZmqEndpoint<S, M> {
     /// This endpoint, secured by `mechanism` instead.
     #[cfg_attr(
-        not(feature = "libzmq"),
+        not(curve),
         expect(dead_code, reason = "only CURVE secures an endpoint")
     )]
     pub(crate) fn secured<N: sealed_mechanism::SealedMechanism>(

@@ -203,8 +203,8 @@ impl ZmqMonitor {
     }
 
     #[cfg_attr(
-        not(feature = "libzmq"),
-        expect(dead_code, reason = "libzmq reports these")
+        not(any(feature = "libzmq", feature = "omq")),
+        expect(dead_code, reason = "libzmq and omq report these")
     )]
     pub(crate) fn count_peer_refused(&self) {
         self.inner.peers_refused.fetch_add(1, Ordering::Relaxed);

@@ -58,7 +58,7 @@ impl Keys {
     }
 }
 
-#[cfg(curve)]
+#[cfg(feature = "libzmq")]
 impl New {
     fn run(self) -> Result<(), Failure> {
         let pair = ruststream_zmq::CurveKeyPair::generate()?;
@@ -94,7 +94,7 @@ impl New {
     }
 }
 
-#[cfg(curve)]
+#[cfg(feature = "libzmq")]
 impl Fingerprint {
     fn run(self) -> Result<(), Failure> {
         println!(
@@ -105,7 +105,7 @@ impl Fingerprint {
     }
 }
 
-#[cfg(not(curve))]
+#[cfg(not(feature = "libzmq"))]
 impl New {
     fn run(self) -> Result<(), Failure> {
         let _ = (self.name, self.dir, self.force);
@@ -113,7 +113,7 @@ impl New {
     }
 }
 
-#[cfg(not(curve))]
+#[cfg(not(feature = "libzmq"))]
 impl Fingerprint {
     fn run(self) -> Result<(), Failure> {
         let _ = self.key;

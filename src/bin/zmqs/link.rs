@@ -255,7 +255,8 @@ where
     Ok(broker.connect().await?)
 }
 
-// `Built::backend` has refused CURVE and libzmq in a build without libzmq.
+// `Built::backend` has refused CURVE and libzmq in a build without libzmq, and every socket
+// command in a build with omq alone, which zmqs does not run on.
 #[cfg(not(feature = "libzmq"))]
 async fn connect_bound<P: Pattern>(
     endpoint: &str,
@@ -263,7 +264,7 @@ async fn connect_bound<P: Pattern>(
     _libzmq: bool,
     waits: Waits,
 ) -> Result<ConnectedZmq<P, Bound>, Failure> {
-    open::<P, Bound, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::bind(endpoint), waits).await
+    open::<P, Bound, ruststream_zmq::DefaultBackend, _>(ZmqEndpoint::bind(endpoint), waits).await
 }
 
 #[cfg(not(feature = "libzmq"))]
@@ -273,7 +274,7 @@ async fn connect_dialing<P: Pattern>(
     _libzmq: bool,
     waits: Waits,
 ) -> Result<ConnectedZmq<P, Dialing>, Failure> {
-    open::<P, Dialing, ruststream_zmq::zeromq::Zeromq, _>(ZmqEndpoint::dial(endpoint), waits).await
+    open::<P, Dialing, ruststream_zmq::DefaultBackend, _>(ZmqEndpoint::dial(endpoint), waits).await
 }
 
 #[cfg(feature = "libzmq")]
