@@ -574,3 +574,61 @@ async fn garbage_before_or_after_ready_drops_the_connection_and_the_next_peer_is
     assert_eq!(monitor.peers_lost(), 1, "one lost after it");
     connected.shutdown().await.unwrap();
 }
+
+/// A host that opens many connections and says nothing on them holds at most 128 handshakes of
+/// a socket at once: each past them is refused at once and counted, while the first wait out
+/// `handshake_timeout`. Meanwhile they keep a new peer out too; once they go, it gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_past_128_are_refused_at_once_and_a_peer_gets_in_once_they_go() {
+    const SILENT: u64 = 140;
+    logs();
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        // Far past the test: what refuses the connections is the count, not the timeout.
+        .handshake_timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let address = monitor.bound_address().unwrap();
+    let mut silent = Vec::new();
+    for _ in 0..SILENT {
+        silent.push(
+            TcpStream::connect(address.trim_start_matches("tcp://"))
+                .await
+                .unwrap(),
+        );
+    }
+    until(STEP, "the connections past 128 refused", || {
+        monitor.peers_refused() >= SILENT - 128
+    })
+    .await;
+    assert_eq!(
+        monitor.peers_refused(),
+        SILENT - 128,
+        "refused other than the connections past 128"
+    );
+    assert_eq!(
+        monitor.peers_connected(),
+        0,
+        "a silent connection counted a peer"
+    );
+    // A new peer meanwhile: refused with them, and nothing it sends gets in.
+    let mut peer = PyPeer::connect("PUSH", &address, json!({})).await;
+    peer.send(&[b"jobs", br#"{"n":1}"#]).await;
+    until(STEP, "the new peer refused", || {
+        monitor.peers_refused() > SILENT - 128
+    })
+    .await;
+    assert!(
+        tap.next(Duration::from_millis(300)).await.is_none(),
+        "a peer got in past the full handshakes"
+    );
+    // Once they go, it gets in: libzmq keeps its message through the refusals.
+    drop(silent);
+    assert_eq!(
+        json_of(&tap.expect("the peer's job, once the silent went").await)["n"],
+        1
+    );
+    connected.shutdown().await.unwrap();
+}

@@ -113,6 +113,10 @@ const RECONNECT_MAX: Duration = Duration::from_millis(1_000);
 /// makes it skip any.
 const MONITOR_EVENTS: usize = 4_096;
 
+/// How many connections may be in their handshake at once on one socket; past them a new
+/// connection is refused at once. omq holds a remote host other than the loopback to an eighth.
+const PENDING_HANDSHAKES: usize = 128;
+
 /// How long past its linger a closing socket may take to end.
 const STOP_MARGIN: Duration = Duration::from_millis(250);
 
@@ -137,6 +141,7 @@ fn socket_options(role: Role, options: &Options) -> OmqOptions {
         .recv_hwm(queue.div_ceil(2))
         .max_message_size(options.message_size)
         .handshake_timeout(options.handshake_timeout)
+        .max_pending_handshakes(PENDING_HANDSHAKES)
         .reconnect(ReconnectPolicy::Exponential {
             min: RECONNECT,
             max: RECONNECT_MAX,
