@@ -141,3 +141,11 @@ fn a_public_certificate_is_not_taken_for_a_key_pair() {
     std::fs::remove_file(&path).unwrap();
     assert!(err.contains("secret-key"), "{err}");
 }
+
+#[test]
+fn forty_characters_outside_z85_are_refused_not_read_as_a_key() {
+    let err = CurvePublicKey::from_z85(&"~".repeat(40))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside its alphabet"), "{err}");
+}
