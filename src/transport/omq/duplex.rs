@@ -8,7 +8,7 @@ use omq_tokio::{Message, Socket, TrySendError};
 use ruststream::Bytes;
 use tokio::time::{Instant, sleep_until};
 
-use super::{OmqSocket, Options, send_failed, watcher::Watched};
+use super::{OmqSocket, Options, frames_of, send_failed, watcher::Watched};
 use crate::{
     error::ZmqError,
     monitor::Flush,
@@ -86,7 +86,7 @@ impl OmqDuplexDriver {
             match self.socket.try_send(Message::multipart(frames)) {
                 Ok(None) => Ok(()),
                 Ok(Some(back)) => {
-                    self.waiting = Some((back.into_iter().collect(), deadline, done));
+                    self.waiting = Some((frames_of(back), deadline, done));
                     return;
                 }
                 Err(err) => Err(err),
@@ -121,7 +121,7 @@ impl DuplexDriver for OmqDuplexDriver {
                 () = socket.socket.wait_send_ready(), if waiting.is_some() && reached => Event::Room,
                 () = &mut changed, if waiting.is_some() => Event::Room,
                 message = socket.socket.recv(), if read => match message {
-                    Ok(message) => return Some(Received::new(message.into_iter().collect())),
+                    Ok(message) => return Some(Received::new(frames_of(message))),
                     Err(err) => {
                         tracing::debug!(endpoint = %socket.address, socket = socket.role.name(), error = %err, "a read failed");
                         return None;
@@ -181,7 +181,7 @@ impl DirectSend for DuplexDirect {
             }
             return Direct::Now(match self.socket.try_send(Message::multipart(frames)) {
                 Ok(()) => Ok(()),
-                Err(TrySendError::Full(back)) => return Direct::ToTask(back.into_iter().collect()),
+                Err(TrySendError::Full(back)) => return Direct::ToTask(frames_of(back)),
                 Err(TrySendError::Closed) => Err(socket_gone()),
                 Err(TrySendError::Error(err)) => Err(send_failed(&self.address, err)),
             });

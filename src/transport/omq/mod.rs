@@ -299,17 +299,12 @@ impl OmqSocket {
         }
     }
 
-    /// The next message. A failed read was one peer's, whose connection omq dropped.
+    /// The next message.
     async fn recv(&self) -> Received {
-        loop {
-            match self.socket.recv().await {
-                Ok(message) => return Received::new(message.into_iter().collect()),
-                // Only this socket's own close ends it, and that takes the socket.
-                Err(OmqError::Closed) => std::future::pending::<()>().await,
-                Err(err) => {
-                    tracing::debug!(endpoint = %self.address, socket = self.role.name(), error = %err, "a read failed");
-                }
-            }
+        match next_message(&self.socket, &self.address, self.role).await {
+            Some(received) => received,
+            // Only this socket's own close ends it, and that takes the socket.
+            None => std::future::pending().await,
         }
     }
 
@@ -390,24 +385,30 @@ impl ReadSocket for OmqReadSocket {
 /// What a bound PULL reads, for its subscription to take in its own task; the messages end once
 /// the socket is closed.
 fn reading(socket: Socket, address: String) -> ReadingEnd {
-    let messages = futures::stream::unfold(socket, move |socket| {
-        let address = address.clone();
-        async move {
-            loop {
-                match socket.recv().await {
-                    Ok(message) => {
-                        let received = Received::new(message.into_iter().collect());
-                        return Some((received, socket));
-                    }
-                    Err(OmqError::Closed) => return None,
-                    Err(err) => {
-                        tracing::debug!(endpoint = %address, socket = "PULL", error = %err, "a read failed");
-                    }
-                }
-            }
-        }
+    let messages = futures::stream::unfold((socket, address), |(socket, address)| async move {
+        let received = next_message(&socket, &address, Role::Pull).await?;
+        Some((received, (socket, address)))
     });
     ReadingEnd::new(Box::pin(messages))
+}
+
+/// The next message `socket` reads, or none once it is closed. A failed read was one peer's,
+/// whose connection omq dropped, and the socket reads on.
+async fn next_message(socket: &Socket, address: &str, role: Role) -> Option<Received> {
+    loop {
+        match socket.recv().await {
+            Ok(message) => return Some(Received::new(frames_of(message))),
+            Err(OmqError::Closed) => return None,
+            Err(err) => {
+                tracing::debug!(endpoint = %address, socket = role.name(), error = %err, "a read failed");
+            }
+        }
+    }
+}
+
+/// A message's frames, as the crate carries them.
+fn frames_of(message: Message) -> Frames {
+    message.into_iter().collect()
 }
 
 /// A socket that sends: bound, or dialing and reconnecting whenever its peer goes away.
