@@ -3,6 +3,11 @@
 //! are counted and told in a reminder at most once a [`REMIND_EVERY`], and a burst ends after a
 //! [`QUIET_AFTER`] without one. Keys are bounded: past the most a throttle names, refusals share
 //! one unnamed burst. Pure: plain values and a clock the caller passes.
+//!
+//! A peer that changes key at every attempt begins a new burst each time, so the lines of one
+//! endpoint's refused CURVE keys ([`Refusals`]) also spend a [`Budget`]: [`LINES_AT_ONCE`] lines
+//! at once, then one each [`LINE_EVERY`]; what it withholds is counted, and the next line it
+//! writes says how many.
 
 use std::{collections::HashMap, hash::Hash, time::Duration};
 
@@ -12,6 +17,12 @@ use tokio::time::Instant;
 pub(crate) const REMIND_EVERY: Duration = Duration::from_secs(60);
 /// How long a burst lasts without a refusal: the next one after that begins a new burst.
 pub(crate) const QUIET_AFTER: Duration = Duration::from_secs(10);
+
+/// How many refusal lines an endpoint writes at once, its budget full.
+pub(crate) const LINES_AT_ONCE: u32 = 10;
+/// How often an endpoint's budget earns one more line, up to [`LINES_AT_ONCE`]: over any span
+/// of time T, an endpoint writes at most `LINES_AT_ONCE + ceil(T / LINE_EVERY)` lines.
+pub(crate) const LINE_EVERY: Duration = Duration::from_secs(6);
 
 /// What to log for one refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +138,104 @@ impl<K: Eq + Hash> Throttle<K> {
     }
 }
 
+/// The lines one endpoint may write: [`LINES_AT_ONCE`] at once, then one each [`LINE_EVERY`],
+/// whatever the keys; the lines it withholds are counted until the next it lets through.
+#[derive(Debug, Clone)]
+pub(crate) struct Budget {
+    lines: u32,
+    /// When the last line was earned (or the budget was last full).
+    earned_at: Instant,
+    withheld: u64,
+}
+
+impl Budget {
+    pub(crate) fn new(now: Instant) -> Self {
+        Self {
+            lines: LINES_AT_ONCE,
+            earned_at: now,
+            withheld: 0,
+        }
+    }
+
+    /// One line to write at `now`: `Some(withheld)`, the lines withheld since the last one let
+    /// through, or `None` when the budget is spent (the line is counted, not written).
+    pub(crate) fn spend(&mut self, now: Instant) -> Option<u64> {
+        let periods =
+            now.saturating_duration_since(self.earned_at).as_nanos() / LINE_EVERY.as_nanos();
+        let earned = u32::try_from(periods).unwrap_or(u32::MAX);
+        if earned > 0 {
+            self.lines = self.lines.saturating_add(earned).min(LINES_AT_ONCE);
+            // Past the first period the budget is full, and a full budget earns nothing more.
+            self.earned_at = if self.lines == LINES_AT_ONCE {
+                now
+            } else {
+                self.earned_at + LINE_EVERY * earned
+            };
+        }
+        if self.lines == 0 {
+            self.withheld += 1;
+            return None;
+        }
+        if self.lines == LINES_AT_ONCE {
+            // The period starts with the first line spent from a full budget.
+            self.earned_at = now;
+        }
+        self.lines -= 1;
+        Some(std::mem::take(&mut self.withheld))
+    }
+
+    /// A line let through that could not be written after all: counted with the withheld ones.
+    pub(crate) fn unwritten(&mut self, lines: u64) {
+        self.withheld += lines;
+    }
+}
+
+/// A line to write for a refused peer: what it says, whether it stands for the keys past the
+/// most named, and how many lines the endpoint's budget withheld before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Line {
+    pub(crate) say: Say,
+    pub(crate) crowded: bool,
+    pub(crate) withheld: u64,
+}
+
+/// One endpoint's refusals: a burst a key ([`Throttle`]), and every line within the
+/// endpoint's [`Budget`].
+#[derive(Debug)]
+pub(crate) struct Refusals<K> {
+    keys: Throttle<K>,
+    budget: Budget,
+}
+
+impl<K: Eq + Hash> Refusals<K> {
+    /// An endpoint's refusals, naming at most `most` keys, its budget full at `now`.
+    pub(crate) fn new(most: usize, now: Instant) -> Self {
+        Self {
+            keys: Throttle::new(most),
+            budget: Budget::new(now),
+        }
+    }
+
+    /// `key` refused at `now`: the line to write, if any.
+    pub(crate) fn note(&mut self, key: K, now: Instant) -> Option<Line> {
+        let Note { say, crowded } = self.keys.note(key, now);
+        if say == Say::Nothing {
+            return None;
+        }
+        let withheld = self.budget.spend(now)?;
+        Some(Line {
+            say,
+            crowded,
+            withheld,
+        })
+    }
+
+    /// A line [`note`](Self::note) let through that could not be written: told in the next.
+    pub(crate) fn unwritten(&mut self) {
+        self.budget.unwritten(1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,5 +330,118 @@ mod tests {
             "the quiet bursts made room"
         );
         assert_eq!(throttle.len(), 1);
+    }
+
+    /// A peer of a new key every millisecond for `span`: the lines written, with when.
+    fn rotating_keys(span: Duration) -> (Vec<(Duration, Line)>, u64) {
+        let start = Instant::now();
+        // Every key named, so that each refusal would be a line of its own but for the budget.
+        let mut refusals = Refusals::new(usize::MAX, start);
+        let mut written = Vec::new();
+        let mut refused = 0;
+        let mut at = Duration::ZERO;
+        while at < span {
+            refused += 1;
+            if let Some(line) = refusals.note(refused, start + at) {
+                written.push((at, line));
+            }
+            at += Duration::from_millis(1);
+        }
+        (written, refused)
+    }
+
+    #[test]
+    fn an_endpoint_writes_its_budget_of_lines_whatever_the_keys_and_each_says_what_it_withheld() {
+        let (written, refused) = rotating_keys(Duration::from_secs(20));
+        // Ten at once, then one at 6 s, 12 s and 18 s.
+        assert_eq!(written.len(), 13, "{written:?}");
+        assert!(
+            written[..10]
+                .iter()
+                .all(|(at, _)| *at < Duration::from_millis(10))
+        );
+        let later: Vec<Duration> = written[10..].iter().map(|(at, _)| *at).collect();
+        assert_eq!(
+            later,
+            [6, 12, 18].map(Duration::from_secs),
+            "one line a {LINE_EVERY:?} once the budget is spent"
+        );
+        assert!(written[..10].iter().all(|(_, line)| line.withheld == 0));
+        // Each later line says how many were withheld since the one before: the refusals between.
+        let mut told = 0;
+        for pair in written.windows(2) {
+            let ((before, _), (at, line)) = (pair[0], pair[1]);
+            let between = (at - before).as_millis() as u64 - 1;
+            assert_eq!(line.withheld, between, "the line at {at:?}");
+            told += 1 + line.withheld;
+        }
+        told += 1;
+        let pending = refused - told;
+        assert_eq!(
+            pending,
+            u64::try_from((Duration::from_secs(20) - Duration::from_secs(18)).as_millis()).unwrap()
+                - 1,
+            "what came after the last line is still counted, for the next"
+        );
+    }
+
+    #[test]
+    fn no_span_of_a_flood_writes_more_than_the_budget_says() {
+        let (written, _) = rotating_keys(Duration::from_secs(90));
+        let span = Duration::from_secs(20);
+        let most = LINES_AT_ONCE as usize + span.as_secs().div_ceil(LINE_EVERY.as_secs()) as usize;
+        for (from, _) in &written {
+            let within = written
+                .iter()
+                .filter(|(at, _)| *at >= *from && *at < *from + span)
+                .count();
+            assert!(
+                within <= most,
+                "{within} lines in the {span:?} from {from:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_quiet_endpoint_earns_its_budget_back_and_its_next_line_tells_what_was_withheld() {
+        let start = Instant::now();
+        let mut budget = Budget::new(start);
+        for _ in 0..LINES_AT_ONCE {
+            assert_eq!(budget.spend(start), Some(0));
+        }
+        assert_eq!(budget.spend(start), None);
+        assert_eq!(budget.spend(start + Duration::from_secs(1)), None);
+        // A line let through that the writer could not take counts with the withheld.
+        budget.unwritten(1);
+        let later = start + LINE_EVERY * LINES_AT_ONCE;
+        assert_eq!(budget.spend(later), Some(3));
+        for _ in 1..LINES_AT_ONCE {
+            assert_eq!(
+                budget.spend(later),
+                Some(0),
+                "full again after a quiet spell"
+            );
+        }
+        assert_eq!(budget.spend(later), None);
+    }
+
+    #[test]
+    fn a_key_told_within_its_burst_spends_no_line_of_the_budget() {
+        let start = Instant::now();
+        let mut refusals = Refusals::new(4, start);
+        assert!(refusals.note("same", start).is_some());
+        for n in 1..1_000 {
+            let at = start + Duration::from_millis(n);
+            assert_eq!(refusals.note("same", at), None);
+        }
+        for key in ["a", "b", "c"] {
+            assert_eq!(
+                refusals
+                    .note(key, start + Duration::from_secs(1))
+                    .map(|line| line.withheld),
+                Some(0),
+                "the budget holds nine more lines"
+            );
+        }
     }
 }

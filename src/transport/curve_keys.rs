@@ -14,6 +14,8 @@
 //! A listener with an allow-list admits its keys and this process's own ([`admits`]); a refused
 //! client is logged once a burst of its attempts per endpoint and key, naming the endpoint, the
 //! peer's address and the key's fingerprint; past [`KEYS_NAMED`] keys, one line covers the rest.
+//! Each endpoint's lines also spend its budget ([`Refusals`]): keys that change at every attempt
+//! write a bounded number of lines, the rest counted and told by the next line written.
 
 use std::sync::{
     LazyLock, Mutex, PoisonError,
@@ -24,8 +26,11 @@ use crate::{
     curve::{AllowList, ClientKeys, Clients, Curve, CurveKeyPair, CurvePublicKey, Security},
     error::ZmqError,
     routing::{LocalHost, reaches},
-    throttle::{Note, Say},
+    throttle::{Line, Say},
 };
+
+#[cfg(doc)]
+use crate::throttle::Refusals;
 
 /// How many refused keys an endpoint names in its warnings at once.
 pub(crate) const KEYS_NAMED: usize = 1_024;
@@ -53,23 +58,29 @@ pub(crate) fn admits(allowed: &AllowList, key: &CurvePublicKey) -> bool {
 }
 
 /// Warns of a refused client once a burst of its attempts, and once a minute while they go on;
-/// keys past the most named share one line.
-pub(crate) fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, note: Note) {
+/// keys past the most named share one line. `withheld` lines the endpoint's budget kept back
+/// before this one are told with it. Called with no lock held that a handshake needs: a slow log
+/// must hold up no other handshake.
+pub(crate) fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, line: Line) {
     let rule = "curve-allow-list";
-    match (note.say, note.crowded) {
+    let withheld = line.withheld;
+    match (line.say, line.crowded) {
         (Say::First { .. }, false) => tracing::warn!(
             endpoint = %endpoint,
             peer = %peer,
             key = %key.fingerprint(),
             rule,
+            withheld,
             "refused a client whose CURVE key is not on the endpoint's allow-list; its further \
-             attempts are refused and told once a minute while they go on"
+             attempts are refused and told once a minute while they go on (withheld: the \
+             endpoint's lines past its budget since its last line)"
         ),
         (Say::First { .. }, true) => tracing::warn!(
             endpoint = %endpoint,
             peer = %peer,
             rule,
             keys = KEYS_NAMED,
+            withheld,
             "refusing clients of more keys than are named one by one: the rest are counted, and \
              told once a minute while they go on"
         ),
@@ -79,6 +90,7 @@ pub(crate) fn warn_refused(endpoint: &str, peer: &str, key: &CurvePublicKey, not
             rule,
             refused = untold,
             since = ?since.elapsed(),
+            withheld,
             "still refusing clients whose CURVE key is not on the endpoint's allow-list"
         ),
         (Say::Nothing, _) => {}

@@ -14,7 +14,10 @@
 //! client off a list is admitted.
 //!
 //! A refused client is logged as [`curve_keys`](crate::transport::curve_keys) says. libzmq then reports the failed handshake to the socket's monitor, which
-//! counts it.
+//! counts it. The handler writes no log line itself: it answers every handshake of the process,
+//! so it hands each warning to a thread of its own ([`WARNINGS`] at most waiting; past that a
+//! warning is counted, and told by the endpoint's next line), and a slow log holds up no
+//! handshake.
 
 use std::{
     collections::HashMap,
@@ -22,6 +25,7 @@ use std::{
     sync::{
         LazyLock, Mutex, OnceLock, PoisonError,
         atomic::{AtomicU64, Ordering},
+        mpsc::SyncSender,
     },
 };
 
@@ -30,7 +34,7 @@ use tokio::time::Instant;
 use super::{CONTEXT, resumed};
 use crate::{
     curve::{AllowList, CurvePublicKey},
-    throttle::Throttle,
+    throttle::{Line, Refusals},
     transport::curve_keys::{KEYS_NAMED, admits, warn_refused},
 };
 
@@ -46,11 +50,54 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Whether the handler's thread runs (or why it could not start).
 static HANDLER_STARTED: OnceLock<Result<(), zmq::Error>> = OnceLock::new();
 
-/// One endpoint's allow-list, and the bursts of refusals under way (one warning each).
+/// One endpoint's allow-list, and the refusals under way: one warning a burst, within the
+/// endpoint's budget.
 struct Domain {
     allowed: AllowList,
     endpoint: String,
-    refused: Throttle<CurvePublicKey>,
+    refused: Refusals<CurvePublicKey>,
+}
+
+/// How many warnings wait for the thread that writes them, at most.
+const WARNINGS: usize = 64;
+
+/// A refused client's warning, on its way to the thread that writes it.
+struct Warning {
+    endpoint: String,
+    peer: String,
+    key: CurvePublicKey,
+    line: Line,
+}
+
+/// Where the handler hands its warnings; `None` when their thread could not start.
+static WRITER: LazyLock<Option<SyncSender<Warning>>> = LazyLock::new(|| {
+    let (sender, warnings) = std::sync::mpsc::sync_channel::<Warning>(WARNINGS);
+    std::thread::Builder::new()
+        .name("zmq-zap-log".to_owned())
+        .spawn(move || {
+            for Warning {
+                endpoint,
+                peer,
+                key,
+                line,
+            } in warnings
+            {
+                warn_refused(&endpoint, &peer, &key, line);
+            }
+        })
+        .ok()
+        .map(|_| sender)
+});
+
+/// Hands the warning of a client refused on `domain` to its writer, never waiting for it; one it
+/// cannot take is counted on the domain, for its next line to tell.
+fn tell(domain: &str, warning: Warning) {
+    let taken = WRITER
+        .as_ref()
+        .is_some_and(|writer| writer.try_send(warning).is_ok());
+    if !taken && let Some(known) = domains().get_mut(domain) {
+        known.refused.unwritten();
+    }
 }
 
 /// A registered allow-list; dropping it forgets the domain.
@@ -87,7 +134,7 @@ pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered,
         Domain {
             allowed,
             endpoint: endpoint.to_owned(),
-            refused: Throttle::new(KEYS_NAMED),
+            refused: Refusals::new(KEYS_NAMED, Instant::now()),
         },
     );
     Ok(Registered { domain })
@@ -201,21 +248,28 @@ fn answer(request: &[Vec<u8>]) -> Vec<Vec<u8>> {
         .first()
         .filter(|_| mechanism.as_slice() == b"CURVE")
         .and_then(|key| CurvePublicKey::from_bytes(key));
-    let mut domains = domains();
-    let verdict = verdict(
-        domains.get(domain.as_ref()).map(|d| &d.allowed),
-        key.as_ref(),
-    );
-    if verdict == Verdict::Refused
-        && let (Some(known), Some(key)) = (domains.get_mut(domain.as_ref()), key)
-    {
-        let note = known.refused.note(key, Instant::now());
-        warn_refused(
-            &known.endpoint,
-            &String::from_utf8_lossy(address),
-            &key,
-            note,
+    // The lock is held for the decision alone: the warning is written elsewhere, after.
+    let (verdict, warning) = {
+        let mut domains = domains();
+        let verdict = verdict(
+            domains.get(domain.as_ref()).map(|d| &d.allowed),
+            key.as_ref(),
         );
+        let warning = match (verdict, domains.get_mut(domain.as_ref()), key) {
+            (Verdict::Refused, Some(known), Some(key)) => {
+                known.refused.note(key, Instant::now()).map(|line| Warning {
+                    endpoint: known.endpoint.clone(),
+                    peer: String::from_utf8_lossy(address).into_owned(),
+                    key,
+                    line,
+                })
+            }
+            _ => None,
+        };
+        (verdict, warning)
+    };
+    if let Some(warning) = warning {
+        tell(&domain, warning);
     }
     reply(version, id, verdict)
 }

@@ -11,16 +11,17 @@ use tokio::time::Instant;
 
 use crate::{
     curve::{AllowList, Clients, CurveKeyPair, CurvePublicKey},
-    throttle::Throttle,
+    throttle::Refusals,
     transport::curve_keys::{KEYS_NAMED, Plan, admits, warn_refused},
 };
 
-/// Who an allow-list admits, and the bursts of refusals under way (one warning each).
+/// Who an allow-list admits, and the refusals under way: one warning a burst, within the
+/// endpoint's budget.
 pub(super) struct Admission {
     allowed: AllowList,
     /// The endpoint, as the warnings name it: its address as configured until it is bound.
     endpoint: Mutex<String>,
-    refused: Mutex<Throttle<CurvePublicKey>>,
+    refused: Mutex<Refusals<CurvePublicKey>>,
 }
 
 impl Admission {
@@ -30,8 +31,9 @@ impl Admission {
     }
 
     /// Whether the client `peer` goes on with its handshake; a refused one is warned of once a
-    /// burst. Runs on tokio's blocking pool, as omq calls it; the warning is written with no
-    /// lock held, so a slow log holds up only this handshake.
+    /// burst, within the endpoint's budget. Runs on tokio's blocking pool, as omq calls it, one
+    /// call a handshake; the warning is written with no lock held (each guard below ends with its
+    /// statement), so a slow log holds up only this handshake.
     fn admit(&self, peer: &MechanismPeerInfo) -> bool {
         let key = CurvePublicKey::from_bytes(&peer.public_key);
         let Some(key) = key.filter(|_| peer.mechanism == MechanismName::CURVE) else {
@@ -40,18 +42,21 @@ impl Admission {
         if admits(&self.allowed, &key) {
             return true;
         }
-        let note = self
+        let line = self
             .refused
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .note(key, Instant::now());
+        let Some(line) = line else {
+            return false;
+        };
         let endpoint = self
             .endpoint
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let address = peer.peer_address.as_deref().unwrap_or("(unknown)");
-        warn_refused(&endpoint, address, &key, note);
+        warn_refused(&endpoint, address, &key, line);
         false
     }
 }
@@ -72,7 +77,7 @@ pub(super) fn apply(
             let admission = Arc::new(Admission {
                 allowed: allowed.clone(),
                 endpoint: Mutex::new(address.to_owned()),
-                refused: Mutex::new(Throttle::new(KEYS_NAMED)),
+                refused: Mutex::new(Refusals::new(KEYS_NAMED, Instant::now())),
             });
             let admitting = Arc::clone(&admission);
             let server = CurveServerOptions::new().authenticator(move |peer| admitting.admit(peer));
