@@ -1,4 +1,7 @@
-//! Who a libzmq socket is connected to: its monitor's events, read by a thread of its own.
+//! Who a libzmq socket is connected to: its monitor's events, read by a thread of its own. A
+//! peer counts in [`ZmqMonitor::peers_connected`] once its handshake succeeded (CURVE and the
+//! allow-list included), not at TCP connect or accept: a silent listener, or a CURVE peer with
+//! another key, is never a peer.
 
 use std::sync::{
     Arc, Mutex, PoisonError,
@@ -57,13 +60,25 @@ impl Event {
 }
 
 /// Who a socket is connected to, as its monitor told.
+///
+/// libzmq names a connection (its file descriptor) when it opens and closes, not when its
+/// handshake succeeds or fails; but a connection that fails its handshake reports one failure
+/// before it closes, and one that succeeded none. So a close is taken as that of a failed
+/// connection while one waits to close, else as a peer's that was through its handshake. Most
+/// failures close their connection at once; an allow-list's refusal waits for the client to read
+/// it, and a peer that leaves meanwhile stays counted until the refused connection closes.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Peers {
     /// Connections open.
     open: usize,
+    /// Connections through their handshake, open.
+    handshook: usize,
+    /// Connections that failed their handshake, not yet closed.
+    failed: usize,
     /// Whether a connection finished its handshake since the last time none was open.
     ready: bool,
-    /// Whether a connection was ever lost: on a dialing socket, the next one is a reconnect.
+    /// Whether a peer through its handshake was ever lost: on a dialing socket, the next one is
+    /// a reconnect.
     ever_lost: bool,
     /// Whether the socket's listener closed.
     pub(super) unbound: bool,
@@ -72,23 +87,49 @@ pub(super) struct Peers {
     pub(super) stopped: bool,
 }
 
+/// What one event changes in the broker's figures.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Counted {
+    /// A connection finished its handshake: a peer joined.
+    joined: bool,
+    /// ... after a peer through its handshake was lost: a dialing socket's reconnect.
+    rejoined: bool,
+    /// A connection closed, whichever.
+    closed: bool,
+    /// ... and it was a peer through its handshake: one peer connected fewer.
+    left: bool,
+}
+
 impl Peers {
-    /// Takes in one event; answers whether it was a connection lost.
-    fn note(&mut self, event: Event) -> bool {
+    /// Takes in one event; answers what it changes in the figures.
+    fn note(&mut self, event: Event) -> Counted {
+        let mut counted = Counted::default();
         match event {
             Event::Opened => self.open += 1,
-            Event::Ready => self.ready = true,
+            Event::Ready => {
+                self.ready = true;
+                self.handshook += 1;
+                counted.joined = true;
+                counted.rejoined = self.ever_lost;
+            }
+            Event::Refused => self.failed += 1,
             Event::Closed => {
                 self.open = self.open.saturating_sub(1);
                 self.ready &= self.open > 0;
-                self.ever_lost = true;
-                return true;
+                counted.closed = true;
+                if self.failed > 0 {
+                    self.failed -= 1;
+                } else if self.handshook > 0 {
+                    self.handshook -= 1;
+                    self.ever_lost = true;
+                    counted.left = true;
+                }
             }
             Event::ListenerClosed => self.unbound = true,
             Event::Stopped => self.stopped = true,
-            Event::Refused | Event::Other => {}
+            Event::Other => {}
         }
-        false
+        counted
     }
 
     /// Whether the socket has a peer to send to: a dialing one once its handshake is done, a
@@ -183,20 +224,22 @@ impl Watched {
             monitor.count_peer_refused();
             tracing::debug!(endpoint = %address, socket = role.name(), "a peer failed its handshake");
         }
-        let (lost, reconnected) = {
-            let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-            let reconnected = event == Event::Opened && !binds && peers.ever_lost;
-            (peers.note(event), reconnected)
-        };
-        if event == Event::Opened {
+        let counted = self
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .note(event);
+        if counted.joined {
             monitor.count_peer_connected();
         }
-        if reconnected {
+        if counted.rejoined && !binds {
             monitor.count_reconnect();
         }
-        if lost {
-            monitor.count_peer_lost();
+        if counted.left {
             monitor.count_peer_disconnected();
+        }
+        if counted.closed {
+            monitor.count_peer_lost();
             if binds {
                 tracing::debug!(endpoint = %address, socket = role.name(), "a peer left");
             } else {
@@ -256,18 +299,52 @@ mod tests {
     #[test]
     fn a_dialing_socket_is_reached_from_its_handshake_until_its_connection_closes() {
         let mut peers = Peers::default();
-        assert!(!peers.note(Event::Opened));
+        assert_eq!(peers.note(Event::Opened), Counted::default());
         assert!(
             !peers.reached(false),
             "connected but not yet through the handshake"
         );
-        peers.note(Event::Ready);
+        assert!(peers.note(Event::Ready).joined);
         assert!(peers.reached(false));
-        assert!(
-            peers.note(Event::Closed),
-            "a closed connection is a peer lost"
-        );
+        let closed = peers.note(Event::Closed);
+        assert!(closed.closed && closed.left, "a peer lost: {closed:?}");
         assert!(!peers.reached(false));
+    }
+
+    #[test]
+    fn a_peer_counts_once_its_handshake_succeeded_not_at_connect_and_a_refused_one_never() {
+        let mut peers = Peers::default();
+        // A silent listener: connected, and never more.
+        assert_eq!(peers.note(Event::Opened), Counted::default());
+        // A CURVE server of another key: the handshake fails, the connection closes.
+        assert_eq!(peers.note(Event::Refused), Counted::default());
+        let refused = peers.note(Event::Closed);
+        assert!(refused.closed && !refused.left, "{refused:?}");
+        // Then the right peer: counted at its handshake, and as a reconnect only after a peer
+        // through its handshake was lost.
+        peers.note(Event::Opened);
+        let joined = peers.note(Event::Ready);
+        assert!(joined.joined && !joined.rejoined, "{joined:?}");
+        assert!(peers.note(Event::Closed).left);
+        peers.note(Event::Opened);
+        assert!(peers.note(Event::Ready).rejoined);
+    }
+
+    #[test]
+    fn a_bound_socket_tells_a_refused_close_from_a_peers_among_many() {
+        let mut peers = Peers::default();
+        for _ in 0..3 {
+            peers.note(Event::Opened);
+        }
+        peers.note(Event::Ready);
+        peers.note(Event::Ready);
+        // The third is refused: its close is not a peer's.
+        peers.note(Event::Refused);
+        assert!(!peers.note(Event::Closed).left);
+        assert_eq!(peers.handshook, 2);
+        assert!(peers.note(Event::Closed).left);
+        assert!(peers.note(Event::Closed).left);
+        assert_eq!((peers.handshook, peers.failed, peers.open), (0, 0, 0));
     }
 
     #[test]
@@ -280,7 +357,8 @@ mod tests {
         peers.note(Event::Closed);
         assert!(!peers.reached(true));
         // A report of a close the monitor never opened does not wrap around.
-        assert!(peers.note(Event::Closed));
+        assert!(peers.note(Event::Closed).closed);
         assert_eq!(peers.open, 0);
+        assert_eq!(peers.handshook, 0);
     }
 }

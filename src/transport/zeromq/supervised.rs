@@ -121,6 +121,8 @@ impl<S: ClientSocket> Supervised<S> {
     /// leave; answers whether a dialing socket lost its peer (the caller renews it).
     pub(super) fn note(&mut self, event: &SocketEvent) -> bool {
         match event {
+            // The client reports Accepted once the peer's greeting and READY are through (as
+            // `connect` returns only then): a peer counts after its handshake, not at accept.
             SocketEvent::Accepted(..) => {
                 self.peers += 1;
                 self.monitor.count_peer_connected();
