@@ -19,6 +19,9 @@ mod both_backends;
 // CURVE between libzmq and omq brokers of one process.
 #[cfg(all(feature = "libzmq", feature = "omq"))]
 mod curve_across_backends;
+// The health example as a process, once: it runs on the default backend.
+#[cfg(feature = "zeromq")]
+mod healthz_example;
 
 /// The topics on the pure-Rust `zeromq` client.
 #[cfg(feature = "zeromq")]
