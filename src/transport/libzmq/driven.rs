@@ -36,6 +36,9 @@ struct DrivenState {
     /// Whether a sender nudged the driving task, which has not yet asked the socket since.
     nudged: AtomicBool,
     nudge: Notify,
+    /// The most frames of one message that are copied out of libzmq; the rest are read and
+    /// dropped.
+    kept: usize,
 }
 
 impl DrivenState {
@@ -81,15 +84,18 @@ impl Drop for Owned {
 pub(super) struct Driven(AsyncFd<Owned>);
 
 impl Driven {
-    /// Registers `socket` with the runtime; fails with what libzmq or the runtime answered
-    /// (the runtime's own error, such as `EEXIST` or `ENOMEM` from `epoll_ctl`, unchanged).
-    pub(super) fn new(socket: zmq::Socket) -> Result<Self, SocketFault> {
+    /// Registers `socket`, whose messages may have at most `most_frames` frames, with the
+    /// runtime; fails with what libzmq or the runtime answered (the runtime's own error, such as
+    /// `EEXIST` or `ENOMEM` from `epoll_ctl`, unchanged).
+    pub(super) fn new(socket: zmq::Socket, most_frames: usize) -> Result<Self, SocketFault> {
         let signal = socket.get_fd().map_err(fault)?;
         let shared = Arc::new(DrivenState {
             socket: Mutex::new(Some(socket)),
             waits_for: AtomicI16::new(0),
             nudged: AtomicBool::new(false),
             nudge: Notify::new(),
+            // One frame past the most, so that the message is still refused by its frame count.
+            kept: most_frames.saturating_add(1),
         });
         register(Owned { shared, signal }).map(Self).map_err(fault)
     }
@@ -139,8 +145,10 @@ impl Driven {
         events
     }
 
-    /// One whole message, if one is waiting.
+    /// One whole message, if one is waiting: its frames up to one past the most a message may
+    /// have, and the rest read and dropped.
     pub(super) fn try_recv(&self) -> Result<Option<Frames>, zmq::Error> {
+        let kept = self.shared().kept;
         self.shared().with(|socket| {
             // One libzmq message read into frame after frame; whether more follow is a field of
             // the frame, not a socket option to ask for.
@@ -152,10 +160,14 @@ impl Driven {
             }
             let mut frames = vec![Bytes::copy_from_slice(&frame)];
             // libzmq hands over a message whole: once its first frame is read, the rest are
-            // there.
+            // there. Its size limit is per frame, so a message of millions of small frames gets
+            // this far: past the frames kept, each is read into the same `frame` and dropped,
+            // and the message is refused by its count without a copy of the rest.
             while frame.get_more() {
                 socket.recv(&mut frame, 0)?;
-                frames.push(Bytes::copy_from_slice(&frame));
+                if frames.len() < kept {
+                    frames.push(Bytes::copy_from_slice(&frame));
+                }
             }
             Ok(Some(frames))
         })
@@ -254,7 +266,7 @@ mod tests {
         let context = zmq::Context::new();
         let socket = context.socket(zmq::PULL).unwrap();
         let signal = socket.get_fd().unwrap();
-        let first = Driven::new(socket).unwrap();
+        let first = Driven::new(socket, 8).unwrap();
         // The second registration borrows the descriptor `first` keeps open; it holds no socket.
         let again = Owned {
             shared: Arc::new(DrivenState {
@@ -262,6 +274,7 @@ mod tests {
                 waits_for: AtomicI16::new(0),
                 nudged: AtomicBool::new(false),
                 nudge: Notify::new(),
+                kept: 1,
             }),
             signal,
         };
@@ -270,5 +283,34 @@ mod tests {
             .expect("a second registration succeeded");
         assert_eq!(err.raw_os_error(), Some(libc::EEXIST), "{err}");
         drop(first);
+    }
+
+    /// A message past the most frames comes out with one frame past the most, its first ones
+    /// as sent, so that it is refused by its count; the rest are read, so the next message comes
+    /// out whole.
+    #[tokio::test]
+    async fn a_message_past_the_most_frames_keeps_one_more_and_the_next_comes_whole() {
+        let context = zmq::Context::new();
+        let reading = context.socket(zmq::PULL).unwrap();
+        reading.bind("inproc://frames").unwrap();
+        let sending = context.socket(zmq::PUSH).unwrap();
+        sending.connect("inproc://frames").unwrap();
+        let many: Vec<Vec<u8>> = (0..10_000u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        sending.send_multipart(&many, 0).unwrap();
+        sending.send_multipart([&b"jobs"[..], b"{}"], 0).unwrap();
+        let driven = Driven::new(reading, 8).unwrap();
+        let first = driven
+            .try_recv()
+            .unwrap()
+            .expect("the message of 10,000 frames");
+        let kept: Vec<&[u8]> = first.iter().map(|frame| &frame[..]).collect();
+        let sent: Vec<&[u8]> = many[..9].iter().map(Vec::as_slice).collect();
+        assert_eq!(kept, sent, "the first nine frames, as sent");
+        let next = driven.try_recv().unwrap().expect("the next message");
+        assert_eq!(
+            next,
+            vec![Bytes::from_static(b"jobs"), Bytes::from_static(b"{}")]
+        );
+        assert_eq!(driven.try_recv().unwrap(), None, "nothing else");
     }
 }

@@ -68,6 +68,7 @@ impl SocketBackend for Libzmq {
         Options {
             peer_queue: config.peer_queue_for(settings.limits.message_bytes()),
             max_message_bytes: settings.limits.message_bytes(),
+            max_frames: settings.limits.frames(),
             heartbeat: config.heartbeat,
             handshake_timeout: config.handshake_timeout,
             keys: Arc::new(config.keys),
@@ -87,6 +88,9 @@ pub(crate) struct Options {
     peer_queue: usize,
     /// The largest frame a peer may send; a larger one is refused before it is read.
     max_message_bytes: usize,
+    /// The most frames a message may have: past it, the rest of a message's frames are dropped
+    /// as they are read, never copied (libzmq's size limit is per frame).
+    max_frames: usize,
     /// The heartbeat's interval and timeout, when on.
     heartbeat: Option<(Duration, Duration)>,
     /// How long a new connection may take to finish its handshake.
@@ -228,7 +232,7 @@ impl MonitoredSocket {
             peers: Watched::start(opened.events, role, &address, binds, monitor.clone())
                 .map_err(fault)?,
             monitor,
-            driven: Driven::new(opened.socket)?,
+            driven: Driven::new(opened.socket, options.max_frames)?,
             role,
             address,
             binds,
