@@ -941,3 +941,277 @@ async fn a_curve_broker_refuses_a_destination_it_has_no_keys_for_and_sends_nothi
     dialing.shutdown().await.unwrap();
     bound.shutdown().await.unwrap();
 }
+
+// -------------------------------------------------------------------------------------------
+// Refusals under a flood: each endpoint's budget of lines, and a log that holds up nothing
+
+/// What a refused client's first line says.
+const REFUSAL: &str = "refused a client whose CURVE key is not on the endpoint's allow-list";
+
+/// The budget `guide::security` states for an endpoint's refusal lines: this many at once...
+const LINES_AT_ONCE: u64 = 10;
+/// ... then one more each this long.
+const LINE_EVERY: Duration = Duration::from_secs(6);
+
+/// How long the flood lasts: past [`LINE_EVERY`], and past the 10 s after which the first keys'
+/// bursts end and make room for new ones, so that lines come after some were withheld.
+const FLOOD_SECONDS: u64 = 12;
+
+/// A pyzmq flood of CURVE clients against `argv[1]` (server key `argv[2]`) for `argv[3]` seconds,
+/// `argv[4]` at a time, each with a key pair of its own (`zmq.curve_keypair()`) and closed once
+/// its own monitor reports its handshake's end; prints what came of them.
+const FLOOD: &str = r#"
+import json, sys, time, zmq
+from zmq.utils.monitor import parse_monitor_message
+address, server, seconds, window = sys.argv[1], sys.argv[2].encode(), float(sys.argv[3]), int(sys.argv[4])
+context = zmq.Context()
+poller = zmq.Poller()
+clients = {}
+told = {"opened": 0, "refused": 0, "admitted": 0, "unfinished": 0}
+ENDS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+def start():
+    public, secret = zmq.curve_keypair()
+    client = context.socket(zmq.DEALER)
+    client.linger = 0
+    client.curve_serverkey = server
+    client.curve_publickey = public
+    client.curve_secretkey = secret
+    events = client.get_monitor_socket(ENDS)
+    client.connect(address)
+    poller.register(events, zmq.POLLIN)
+    clients[events] = (client, time.monotonic())
+    told["opened"] += 1
+def close(events):
+    client, _ = clients.pop(events)
+    poller.unregister(events)
+    client.disable_monitor()
+    events.close()
+    client.close()
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    while len(clients) < window:
+        start()
+    for events, _ in poller.poll(100):
+        event = parse_monitor_message(events.recv_multipart())["event"]
+        told["admitted" if event == zmq.EVENT_HANDSHAKE_SUCCEEDED else "refused"] += 1
+        close(events)
+    for events, (_, since) in list(clients.items()):
+        if time.monotonic() - since > 5:
+            told["unfinished"] += 1
+            close(events)
+for events in list(clients):
+    told["unfinished"] += 1
+    close(events)
+print(json.dumps(told))
+"#;
+
+/// What came of a flood's clients: refused ones saw their handshake fail, unfinished ones were
+/// closed before it ended.
+#[derive(Debug, Deserialize)]
+struct Flood {
+    opened: u64,
+    refused: u64,
+    admitted: u64,
+    unfinished: u64,
+}
+
+/// Floods `address` (server key `server`) with clients of new keys, 16 at a time, for
+/// [`FLOOD_SECONDS`].
+async fn flood(address: &str, server: &CurvePublicKey) -> Flood {
+    let out = tokio::process::Command::new(python())
+        .args(["-c", FLOOD, address, &server.to_z85()])
+        .args([FLOOD_SECONDS.to_string(), "16".to_owned()])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("running Python for the flood");
+    assert!(
+        out.status.success(),
+        "the flood failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the flood's tally")
+}
+
+/// The `withheld` field of a refusal line: the lines its endpoint held back before it.
+fn withheld(line: &str) -> u64 {
+    line.split("withheld=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no withheld count: {line}"))
+}
+
+/// The test below, by the name libtest gives it.
+fn flood_logged() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_flood_of_rotating_keys_writes_the_endpoints_budget_of_lines_and_counts_every_refusal",
+    )
+}
+
+/// The security guide's promise for a peer that changes key at every attempt: the endpoint
+/// writes at most its budget of WARN lines (10, then one each 6 s), the lines past it are
+/// withheld and the next line written says how many, and `peers_refused` counts every refused
+/// handshake. Without the budget, each new key is a line of its own. The lines are read from the
+/// logs, so it runs in a process of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_rotating_keys_writes_the_endpoints_budget_of_lines_and_counts_every_refusal() {
+    if is_child(&flood_logged()) {
+        return flood_in_a_process_of_its_own().await;
+    }
+    alone(&flood_logged()).await;
+}
+
+async fn flood_in_a_process_of_its_own() {
+    captured_logs();
+    let server = CurveKeyPair::generate().unwrap();
+    let listed = python_keypair();
+    let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    let monitor = connected.monitor();
+    let endpoint = format!("endpoint={address} ");
+    let started = std::time::Instant::now();
+    let flood = flood(&address, &server.public()).await;
+    println!("the flood: {flood:?}");
+    assert_eq!(flood.admitted, 0, "a client of a new key got in");
+    refused(&monitor, flood.refused, "every refused handshake counted").await;
+    let lines = log_lines(&[" WARN ", &endpoint]);
+    // Read after the lines: whatever was written, it was within this span.
+    let span = started.elapsed();
+    let budget = LINES_AT_ONCE
+        + u64::try_from(span.as_millis())
+            .unwrap()
+            .div_ceil(u64::try_from(LINE_EVERY.as_millis()).unwrap());
+    println!(
+        "{} WARN lines in {span:?}, budget {budget}; {} refusals counted",
+        lines.len(),
+        monitor.peers_refused()
+    );
+    assert!(
+        flood.refused > 2 * budget,
+        "too few refusals to test the budget: {flood:?}"
+    );
+    assert!(
+        monitor.peers_refused() <= flood.opened,
+        "more refusals than clients: {} of {flood:?}",
+        monitor.peers_refused()
+    );
+    assert!(
+        lines.len() as u64 <= budget,
+        "{} WARN lines for {} refusals in {span:?}, past the budget of {budget}: {lines:#?}",
+        lines.len(),
+        flood.refused
+    );
+    assert!(
+        lines.iter().all(|line| line.contains("withheld=")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|line| withheld(line) > 0),
+        "no line told of the lines withheld: {lines:#?}"
+    );
+    assert!(tap.next(Duration::from_millis(300)).await.is_none());
+    connected.shutdown().await.unwrap();
+}
+
+/// A log sink that takes every line but the first refusal, on which it blocks until released:
+/// a log writer stuck on a pipe nobody reads.
+#[derive(Clone, Default)]
+struct StuckOnARefusal(std::sync::Arc<(std::sync::Mutex<Stuck>, std::sync::Condvar)>);
+
+#[derive(Default)]
+struct Stuck {
+    holding: bool,
+    released: bool,
+}
+
+impl std::io::Write for StuckOnARefusal {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (stuck, changed) = &*self.0;
+        let mut state = stuck.lock().unwrap();
+        if !state.holding && String::from_utf8_lossy(buf).contains(REFUSAL) {
+            state.holding = true;
+            changed.notify_all();
+            drop(changed.wait_while(state, |state| !state.released).unwrap());
+        } else {
+            drop(state);
+        }
+        std::io::stderr().write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl StuckOnARefusal {
+    fn holding(&self) -> bool {
+        self.0.0.lock().unwrap().holding
+    }
+
+    fn release(&self) {
+        self.0.0.lock().unwrap().released = true;
+        self.0.1.notify_all();
+    }
+}
+
+/// The test below, by the name libtest gives it.
+fn stuck_log() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_log_writer_stuck_on_a_refusal_holds_up_no_other_handshake",
+    )
+}
+
+/// No refusal line is written where a handshake waits for it: with the log writer stuck on one
+/// client's refusal, another unlisted client is still refused, and a listed one gets in. On
+/// libzmq one handler thread answers every handshake of the process; on omq each handshake asks
+/// on its own thread, and the refusals share the endpoint's count. It installs its own log
+/// subscriber, so it runs in a process of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_writer_stuck_on_a_refusal_holds_up_no_other_handshake() {
+    if is_child(&stuck_log()) {
+        return stuck_log_in_a_process_of_its_own().await;
+    }
+    alone(&stuck_log()).await;
+}
+
+async fn stuck_log_in_a_process_of_its_own() {
+    let sink = StuckOnARefusal::default();
+    let writer = sink.clone();
+    tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .init();
+    let server = CurveKeyPair::generate().unwrap();
+    let (listed, first, second) = (python_keypair(), python_keypair(), python_keypair());
+    let (connected, mut tap, address) = curve_queue(&server, &[&listed]).await;
+    let mut stuck = PyPeer::connect("PUSH", &address, client_of(&server.public(), &first)).await;
+    offer(&mut stuck, 1).await;
+    until(STEP, "the log writer stuck on the first refusal", || {
+        sink.holding().then_some(())
+    })
+    .await;
+    let mut unlisted =
+        PyPeer::connect("PUSH", &address, client_of(&server.public(), &second)).await;
+    offer(&mut unlisted, 2).await;
+    refused_at(
+        &mut unlisted,
+        Refused::NotListed,
+        "another unlisted client refused while the log is stuck",
+    )
+    .await;
+    let mut friend = PyPeer::connect("PUSH", &address, client_of(&server.public(), &listed)).await;
+    friend.send(&[b"jobs", &job(3)]).await;
+    assert_eq!(
+        json_of(
+            &tap.expect("the listed client's job while the log is stuck")
+                .await
+        )["n"],
+        3
+    );
+    assert!(sink.holding(), "the writer was released before its time");
+    sink.release();
+    connected.shutdown().await.unwrap();
+}

@@ -261,7 +261,7 @@ impl MonitoredSocket {
             _ => address.to_owned(),
         };
         if let Some(admits) = &opened.admits {
-            admits.listening_on(&resolved);
+            admits.listening_on(&resolved, &monitor);
         }
         let listening = curve_keys::listening(&plan, &resolved);
         let opening = (role, resolved.clone(), true);

@@ -25,8 +25,10 @@ pub(super) enum Event {
     Ready,
     /// A connection closed.
     Closed,
-    /// A connection failed its handshake (a protocol error, or refused credentials).
-    Refused,
+    /// A connection failed its handshake: a protocol error, or (`auth`) refused credentials.
+    Refused {
+        auth: bool,
+    },
     /// A listener closed: its address is free again.
     ListenerClosed,
     /// The socket is gone: the monitor says nothing more.
@@ -46,11 +48,11 @@ impl Event {
             c if c == E::ACCEPTED.to_raw() || c == E::CONNECTED.to_raw() => Self::Opened,
             c if c == E::HANDSHAKE_SUCCEEDED.to_raw() => Self::Ready,
             c if c == E::DISCONNECTED.to_raw() => Self::Closed,
-            c if c == E::HANDSHAKE_FAILED_AUTH.to_raw()
-                || c == E::HANDSHAKE_FAILED_PROTOCOL.to_raw()
+            c if c == E::HANDSHAKE_FAILED_AUTH.to_raw() => Self::Refused { auth: true },
+            c if c == E::HANDSHAKE_FAILED_PROTOCOL.to_raw()
                 || c == E::HANDSHAKE_FAILED_NO_DETAIL.to_raw() =>
             {
-                Self::Refused
+                Self::Refused { auth: false }
             }
             c if c == E::MONITOR_STOPPED.to_raw() => Self::Stopped,
             c if c == E::CLOSED.to_raw() => Self::ListenerClosed,
@@ -62,18 +64,18 @@ impl Event {
 /// Who a socket is connected to, as its monitor told.
 ///
 /// libzmq names a connection (its file descriptor) when it opens and closes, not when its
-/// handshake succeeds or fails; but a connection that fails its handshake reports one failure
-/// before it closes, and one that succeeded none. So a close is taken as that of a failed
-/// connection while one waits to close, else as a peer's that was through its handshake. Most
-/// failures close their connection at once; an allow-list's refusal waits for the client to read
-/// it, and a peer that leaves meanwhile stays counted until the refused connection closes.
+/// handshake succeeds or fails, and it does not report every failure (most refusals of clients
+/// that leave at once go untold). So the peers through their handshake are counted up at each
+/// success and, at each close, down to what the connections still open allow: never fewer than
+/// are there, and more only while a peer left and connections still in (or failed in) their
+/// handshake stay open, at most the handshake timeout.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Peers {
     /// Connections open.
     open: usize,
-    /// Connections through their handshake, open.
+    /// Connections through their handshake, open (at least; see above).
     handshook: usize,
-    /// Connections that failed their handshake, not yet closed.
+    /// Failures reported and not yet matched by a close (at most as many as are open).
     failed: usize,
     /// Whether a connection finished its handshake since the last time none was open.
     ready: bool,
@@ -96,8 +98,8 @@ struct Counted {
     rejoined: bool,
     /// A connection closed, whichever.
     closed: bool,
-    /// ... and it was a peer through its handshake: one peer connected fewer.
-    left: bool,
+    /// Peers through their handshake that this close shows gone.
+    left: usize,
 }
 
 impl Peers {
@@ -112,17 +114,19 @@ impl Peers {
                 counted.joined = true;
                 counted.rejoined = self.ever_lost;
             }
-            Event::Refused => self.failed += 1,
+            Event::Refused { .. } => self.failed += 1,
             Event::Closed => {
                 self.open = self.open.saturating_sub(1);
                 self.ready &= self.open > 0;
                 counted.closed = true;
-                if self.failed > 0 {
-                    self.failed -= 1;
-                } else if self.handshook > 0 {
-                    self.handshook -= 1;
+                // Each close is taken as a failed connection's while failures wait: it can
+                // only make the bound below higher than the truth, never lower.
+                self.failed = self.failed.saturating_sub(1);
+                let most = self.open.saturating_sub(self.failed);
+                if self.handshook > most {
+                    counted.left = self.handshook - most;
+                    self.handshook = most;
                     self.ever_lost = true;
-                    counted.left = true;
                 }
             }
             Event::ListenerClosed => self.unbound = true,
@@ -220,7 +224,11 @@ impl Watched {
     }
 
     fn take(&self, event: Event, role: Role, address: &str, binds: bool, monitor: &ZmqMonitor) {
-        if event == Event::Refused {
+        // A listener's refused credentials are its allow-list's: the authentication handler
+        // counts each of them, where the monitor misses most.
+        if let Event::Refused { auth } = event
+            && !(auth && binds)
+        {
             monitor.count_peer_refused();
             tracing::debug!(endpoint = %address, socket = role.name(), "a peer failed its handshake");
         }
@@ -235,7 +243,7 @@ impl Watched {
         if counted.rejoined && !binds {
             monitor.count_reconnect();
         }
-        if counted.left {
+        for _ in 0..counted.left {
             monitor.count_peer_disconnected();
         }
         if counted.closed {
@@ -287,7 +295,11 @@ mod tests {
         assert_eq!(Event::parse(&event(E::DISCONNECTED)), Event::Closed);
         assert_eq!(
             Event::parse(&event(E::HANDSHAKE_FAILED_AUTH)),
-            Event::Refused
+            Event::Refused { auth: true }
+        );
+        assert_eq!(
+            Event::parse(&event(E::HANDSHAKE_FAILED_NO_DETAIL)),
+            Event::Refused { auth: false }
         );
         assert_eq!(Event::parse(&event(E::MONITOR_STOPPED)), Event::Stopped);
         assert_eq!(Event::parse(&event(E::CLOSED)), Event::ListenerClosed);
@@ -307,7 +319,7 @@ mod tests {
         assert!(peers.note(Event::Ready).joined);
         assert!(peers.reached(false));
         let closed = peers.note(Event::Closed);
-        assert!(closed.closed && closed.left, "a peer lost: {closed:?}");
+        assert!(closed.closed && closed.left == 1, "a peer lost: {closed:?}");
         assert!(!peers.reached(false));
     }
 
@@ -317,33 +329,40 @@ mod tests {
         // A silent listener: connected, and never more.
         assert_eq!(peers.note(Event::Opened), Counted::default());
         // A CURVE server of another key: the handshake fails, the connection closes.
-        assert_eq!(peers.note(Event::Refused), Counted::default());
+        let refusal = Event::Refused { auth: false };
+        assert_eq!(peers.note(refusal), Counted::default());
         let refused = peers.note(Event::Closed);
-        assert!(refused.closed && !refused.left, "{refused:?}");
+        assert!(refused.closed && refused.left == 0, "{refused:?}");
         // Then the right peer: counted at its handshake, and as a reconnect only after a peer
         // through its handshake was lost.
         peers.note(Event::Opened);
         let joined = peers.note(Event::Ready);
         assert!(joined.joined && !joined.rejoined, "{joined:?}");
-        assert!(peers.note(Event::Closed).left);
+        assert_eq!(peers.note(Event::Closed).left, 1);
         peers.note(Event::Opened);
         assert!(peers.note(Event::Ready).rejoined);
     }
 
     #[test]
-    fn a_bound_socket_tells_a_refused_close_from_a_peers_among_many() {
+    fn a_bound_socket_keeps_its_peer_while_connections_it_refused_come_and_go() {
         let mut peers = Peers::default();
-        for _ in 0..3 {
+        peers.note(Event::Opened);
+        peers.note(Event::Ready);
+        // Refused clients, their failure told or not: the peer stays counted.
+        for told in [true, false, true, false, false] {
             peers.note(Event::Opened);
+            if told {
+                peers.note(Event::Refused { auth: true });
+            }
+            assert_eq!(peers.note(Event::Closed).left, 0);
+            assert_eq!(peers.handshook, 1);
         }
-        peers.note(Event::Ready);
-        peers.note(Event::Ready);
-        // The third is refused: its close is not a peer's.
-        peers.note(Event::Refused);
-        assert!(!peers.note(Event::Closed).left);
-        assert_eq!(peers.handshook, 2);
-        assert!(peers.note(Event::Closed).left);
-        assert!(peers.note(Event::Closed).left);
+        // A refused client whose failure is told before the peer leaves, and closes after: the
+        // peer is counted until the close that leaves no room for it.
+        peers.note(Event::Opened);
+        peers.note(Event::Refused { auth: true });
+        assert_eq!(peers.note(Event::Closed).left, 0);
+        assert_eq!(peers.note(Event::Closed).left, 1);
         assert_eq!((peers.handshook, peers.failed, peers.open), (0, 0, 0));
     }
 

@@ -14,7 +14,10 @@
 //! client off a list is admitted.
 //!
 //! A refused client is logged as [`curve_keys`](crate::transport::curve_keys) says. libzmq then reports the failed handshake to the socket's monitor, which
-//! counts it. The handler writes no log line itself: it answers every handshake of the process,
+//! would count it, but it misses most refusals of clients that leave at once (a flood of new
+//! keys showed a quarter of them): so the handler counts each refusal itself, on the broker's
+//! [`ZmqMonitor`], and the monitor's count of failed handshakes leaves out a listener's failed
+//! authentications. The handler writes no log line itself: it answers every handshake of the process,
 //! so it hands each warning to a thread of its own ([`WARNINGS`] at most waiting; past that a
 //! warning is counted, and told by the endpoint's next line), and a slow log holds up no
 //! handshake.
@@ -34,6 +37,7 @@ use tokio::time::Instant;
 use super::{CONTEXT, resumed};
 use crate::{
     curve::{AllowList, CurvePublicKey},
+    monitor::ZmqMonitor,
     throttle::{Line, Refusals},
     transport::curve_keys::{KEYS_NAMED, admits, warn_refused},
 };
@@ -56,6 +60,8 @@ struct Domain {
     allowed: AllowList,
     endpoint: String,
     refused: Refusals<CurvePublicKey>,
+    /// The figures of the broker whose listener this is, once it listens.
+    monitor: Option<ZmqMonitor>,
 }
 
 /// How many warnings wait for the thread that writes them, at most.
@@ -106,10 +112,12 @@ pub(crate) struct Registered {
 }
 
 impl Registered {
-    /// Names the endpoint by the address the socket really listens on, once it is bound.
-    pub(crate) fn listening_on(&self, endpoint: &str) {
+    /// Names the endpoint by the address the socket really listens on, once it is bound; its
+    /// refusals count on `monitor`.
+    pub(crate) fn listening_on(&self, endpoint: &str, monitor: &ZmqMonitor) {
         if let Some(known) = domains().get_mut(&self.domain) {
             endpoint.clone_into(&mut known.endpoint);
+            known.monitor = Some(monitor.clone());
         }
     }
 }
@@ -135,6 +143,7 @@ pub(crate) fn register(allowed: AllowList, endpoint: &str) -> Result<Registered,
             allowed,
             endpoint: endpoint.to_owned(),
             refused: Refusals::new(KEYS_NAMED, Instant::now()),
+            monitor: None,
         },
     );
     Ok(Registered { domain })
@@ -256,8 +265,13 @@ fn answer(request: &[Vec<u8>]) -> Vec<Vec<u8>> {
             key.as_ref(),
         );
         let warning = match (verdict, domains.get_mut(domain.as_ref()), key) {
-            (Verdict::Refused, Some(known), Some(key)) => {
-                known.refused.note(key, Instant::now()).map(|line| Warning {
+            (Verdict::Refused, Some(known), key) => {
+                if let Some(monitor) = &known.monitor {
+                    monitor.count_peer_refused();
+                }
+                let line =
+                    key.and_then(|key| Some((key, known.refused.note(key, Instant::now())?)));
+                line.map(|(key, line)| Warning {
                     endpoint: known.endpoint.clone(),
                     peer: String::from_utf8_lossy(address).into_owned(),
                     key,
@@ -384,7 +398,7 @@ mod tests {
         pull.set_zap_domain(&registered.domain).unwrap();
         pull.bind("tcp://127.0.0.1:*").unwrap();
         let address = pull.get_last_endpoint().unwrap().unwrap();
-        registered.listening_on(&address);
+        registered.listening_on(&address, &ZmqMonitor::default());
         println!("listening on {address}");
         FAULT.store(fault, Ordering::SeqCst);
         pull.set_rcvtimeo(100).unwrap();
