@@ -2,6 +2,7 @@
 //! clients it admits (a list of keys, or any, said before a broker takes it); a client's key pair
 //! and the server's public key on a dialing one. The keys themselves are [`keys`]'s.
 
+mod files;
 mod keys;
 
 use std::{collections::HashSet, fmt, sync::Arc};

@@ -1,9 +1,15 @@
 //! CURVE keys (features `libzmq` and `omq`): read from Z85 text (40 characters for 32 bytes), from a
 //! certificate file as pyzmq's `zmq.auth.create_certificates` and czmq write them, or from
 //! environment variables. A key pair whose public half is not the one its secret half makes is
-//! refused when it is read, and so is a secret certificate that other users than its owner may
-//! read. A secret key never appears in `Debug` output, errors or logs; a public key is shown by
-//! its fingerprint (its first 8 Z85 characters).
+//! refused when it is read, and so is a key file another user could read or change
+//! (`curve::files` says which owners and modes pass). A secret key never appears in
+//! `Debug` output, errors or logs; a public key is shown by its fingerprint (its first 8 Z85
+//! characters).
+//!
+//! The secret's bytes live in one place, shared by the clones of a pair and zeroed when the last
+//! drops; the certificate and environment text it was read from is zeroed too. Copies this crate
+//! does not own are beyond that: the one libzmq keeps in each socket, omq's own (which omq zeroes
+//! on drop), and the stack of the X25519 arithmetic.
 //!
 //! A secret key comes from the operating system's random source (`getrandom`), the public key
 //! it makes from `curve25519-dalek`, and Z85 from the `z85` crate, which refuses any character
@@ -12,10 +18,13 @@
 use std::{
     fmt,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use curve25519_dalek::MontgomeryPoint;
+use zeroize::{ZeroizeOnDrop, Zeroizing};
 
+use super::files::{Certificate, Trust, public_certificates_in};
 use crate::error::ZmqError;
 
 /// A CURVE public key: 32 bytes, written as 40 characters of Z85.
@@ -46,7 +55,9 @@ impl CurvePublicKey {
     /// assert_eq!(server.to_z85(), "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7");
     /// ```
     pub fn from_z85(text: &str) -> Result<Self, ZmqError> {
-        decode(text.trim(), "a public key").map(Self)
+        let mut bytes = [0u8; 32];
+        decode(text.trim(), "a public key", &mut bytes)?;
+        Ok(Self(bytes))
     }
 
     /// The key as 40 Z85 characters, as pyzmq and libzmq write it.
@@ -59,10 +70,15 @@ impl CurvePublicKey {
     /// as `zmq.auth.create_certificates` (pyzmq) and czmq write them: a client to admit, or the
     /// server to expect.
     ///
+    /// Whoever may change the file chooses who is admitted, so on Unix it must be owned by this
+    /// process's effective user or root and writable by neither its group nor others, as `sshd`
+    /// asks of `authorized_keys`. Links are followed, and errors name the file they lead to.
+    ///
     /// # Errors
     ///
-    /// [`ZmqError::CurveKey`] naming the file when it cannot be read, or has no
-    /// `public-key = "..."` line of 40 Z85 characters.
+    /// [`ZmqError::CurveKey`] naming the file (and where its links lead) when it cannot be
+    /// read, is owned by another user, may be written by its group or others (with the
+    /// `chown`/`chmod` that fixes it), or has no `public-key = "..."` line of 40 Z85 characters.
     ///
     /// ```
     /// use ruststream_zmq::CurvePublicKey;
@@ -75,10 +91,45 @@ impl CurvePublicKey {
     /// # Ok::<(), ruststream_zmq::ZmqError>(())
     /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
-        let certificate = Certificate::read(path.as_ref())?;
-        decode(certificate.public()?.trim(), "a public key")
-            .map(Self)
-            .map_err(|err| certificate.failed(err.to_string()))
+        let certificate = Certificate::read(path.as_ref(), Trust::Public)?;
+        Self::from_z85(certificate.public()?).map_err(|err| certificate.failed(err.to_string()))
+    }
+
+    /// Every public certificate (`*.key`) in a directory, by name, as pyzmq's
+    /// `zmq.auth.load_certificates` reads one: the clients to admit
+    /// ([`allow_clients`](crate::ZmqEndpoint::allow_clients)).
+    ///
+    /// Whoever may add a file to the directory adds a client, so on Unix the directory, and each
+    /// file as [`from_file`](Self::from_file) says, must be owned by this process's effective
+    /// user or root and writable by neither its group nor others: a shared `/tmp` is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`ZmqError::CurveKey`] naming the directory or the file (and where its links lead) when
+    /// it cannot be read, is owned by another user, may be written by its group or others (with
+    /// the `chown`/`chmod` that fixes it), holds no `*.key` file, or a file is not a public key.
+    ///
+    /// ```
+    /// use ruststream_zmq::{CurveKeyPair, CurvePublicKey, ZmqEndpoint};
+    ///
+    /// # let dir = std::env::temp_dir().join(format!("clients-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// # #[cfg(unix)]
+    /// # std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    /// # CurveKeyPair::generate()?.create_certificates(&dir, "worker")?;
+    /// let clients = CurvePublicKey::from_dir(&dir)?;
+    /// let endpoint = ZmqEndpoint::bind("tcp://0.0.0.0:5555")
+    ///     .curve(CurveKeyPair::generate()?)
+    ///     .allow_clients(clients);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # let _ = endpoint;
+    /// # Ok::<(), ruststream_zmq::ZmqError>(())
+    /// ```
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Vec<Self>, ZmqError> {
+        public_certificates_in(dir.as_ref())?
+            .iter()
+            .map(Self::from_file)
+            .collect()
     }
 
     /// The first 8 Z85 characters: enough to tell keys apart in a log.
@@ -115,7 +166,8 @@ impl fmt::Display for CurvePublicKey {
 }
 
 /// A CURVE key pair whose halves belong together. Its secret half never leaves it but into
-/// libzmq: `Debug` shows the public key only.
+/// the backend's socket: `Debug` shows the public key only. A clone shares the one copy of the
+/// secret, which is zeroed when the last clone drops.
 ///
 /// # Examples
 ///
@@ -130,7 +182,32 @@ impl fmt::Display for CurvePublicKey {
 #[derive(Clone)]
 pub struct CurveKeyPair {
     public: CurvePublicKey,
-    secret: [u8; 32],
+    secret: Arc<SecretKey>,
+}
+
+/// A secret key's 32 bytes: never copied by this crate (not `Clone`; pairs share it through an
+/// `Arc`), and overwritten with zeros when dropped.
+struct SecretKey(Zeroizing<[u8; 32]>);
+
+impl ZeroizeOnDrop for SecretKey {}
+
+impl SecretKey {
+    /// A secret of zeros, in the place it will stay: filled there, never moved, so that no
+    /// stack copy outlives it.
+    fn zeros() -> Arc<Self> {
+        Arc::new(Self([0u8; 32].into()))
+    }
+
+    /// The bytes of a secret just made, before anything shares it.
+    fn fill(key: &mut Arc<Self>) -> &mut [u8; 32] {
+        &mut Arc::get_mut(key)
+            .expect("a secret is filled before it is shared")
+            .0
+    }
+
+    fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
 }
 
 impl CurveKeyPair {
@@ -148,13 +225,13 @@ impl CurveKeyPair {
     /// assert_eq!(pair.public().to_z85().len(), 40);
     /// ```
     pub fn generate() -> Result<Self, ZmqError> {
-        let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret).map_err(|err| ZmqError::CurveKey {
+        let mut secret = SecretKey::zeros();
+        getrandom::fill(SecretKey::fill(&mut secret)).map_err(|err| ZmqError::CurveKey {
             what: "a new key pair".to_owned(),
             why: format!("the operating system gave no random bytes ({err})"),
         })?;
         Ok(Self {
-            public: CurvePublicKey::of(&secret),
+            public: CurvePublicKey::of(secret.bytes()),
             secret,
         })
     }
@@ -178,17 +255,15 @@ impl CurveKeyPair {
     /// assert!(mixed.contains("do not belong together"), "{mixed}");
     /// ```
     pub fn from_z85(public: &str, secret: &str) -> Result<Self, ZmqError> {
-        Self::checked(
-            CurvePublicKey::from_z85(public)?,
-            decode(secret.trim(), "a secret key")?,
-            "a key pair",
-        )
+        Self::checked(CurvePublicKey::from_z85(public)?, secret, "a key pair")
     }
 
-    /// The pair, once `public` is the public key `secret` makes; `what` names where they came
-    /// from in the error.
-    fn checked(public: CurvePublicKey, secret: [u8; 32], what: &str) -> Result<Self, ZmqError> {
-        let made = CurvePublicKey::of(&secret);
+    /// The pair, once `secret` is a key in Z85 and `public` is the public key it makes; `what`
+    /// names where they came from in the error.
+    fn checked(public: CurvePublicKey, secret: &str, what: &str) -> Result<Self, ZmqError> {
+        let mut key = SecretKey::zeros();
+        decode(secret.trim(), "a secret key", SecretKey::fill(&mut key))?;
+        let made = CurvePublicKey::of(key.bytes());
         if made != public {
             return Err(ZmqError::CurveKey {
                 what: what.to_owned(),
@@ -201,21 +276,29 @@ impl CurveKeyPair {
                 ),
             });
         }
-        Ok(Self { public, secret })
+        Ok(Self {
+            public,
+            secret: key,
+        })
     }
 
     /// A key pair from a secret certificate file, as `zmq.auth.create_certificates` (pyzmq)
     /// and `zcert_save_secret` (czmq) write it: `public-key = "..."` and `secret-key = "..."`
     /// lines under `curve`.
     ///
-    /// On Unix the file must be readable by its owner only, as `ssh` asks of a private key:
-    /// pyzmq writes it with the process's umask (often `0644`), so `chmod 600` it once.
+    /// On Unix the file must be owned by this process's effective user or root and readable by
+    /// its owner only, as `ssh` asks of a private key: pyzmq writes it with the process's umask
+    /// (often `0644`), so `chmod 600` it once. Links are followed first, and the owner and mode
+    /// are read from the file opened, the one read. A secret an orchestrator mounts readable by
+    /// others (Kubernetes, Docker) takes
+    /// [`from_file_allowing_readable`](Self::from_file_allowing_readable).
     ///
     /// # Errors
     ///
-    /// [`ZmqError::CurveKey`] naming the file when it cannot be read, when other users than its
-    /// owner may read or write it (with the `chmod` that fixes it), when it lacks either key, or
-    /// when its keys do not belong together.
+    /// [`ZmqError::CurveKey`] naming the file (and where its links lead) when it cannot be
+    /// read, when another user than this process's or root owns it (with the `chown` that fixes
+    /// it), when other users than its owner may read or write it (with the `chmod` that fixes
+    /// it), when it lacks either key, or when its keys do not belong together.
     ///
     /// ```
     /// use ruststream_zmq::CurveKeyPair;
@@ -234,21 +317,52 @@ impl CurveKeyPair {
     /// # Ok::<(), ruststream_zmq::ZmqError>(())
     /// ```
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
-        let path = path.as_ref();
-        let certificate = Certificate::read(path)?;
+        Self::from_certificate(path.as_ref(), Trust::Secret)
+    }
+
+    /// [`from_file`](Self::from_file) for a secret an orchestrator mounted read-only, which
+    /// its group or every user may read: a Kubernetes secret volume (`0644` through a link, or
+    /// `0440`/`0640` with `fsGroup`), a Docker secret (`0444`). Off unless called: anyone who
+    /// may read such a file holds the service's secret, so give it only where the mount, the
+    /// container or the pod keeps other users out.
+    ///
+    /// The rest is as strict as `from_file`: the owner must be this process's effective user
+    /// or root, and a file its group or others may *write* is refused, since whoever writes it
+    /// chooses the key.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`from_file`](Self::from_file), but for other users reading it.
+    ///
+    /// ```
+    /// use ruststream_zmq::CurveKeyPair;
+    ///
+    /// # let dir = std::env::temp_dir().join(format!("mounted-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// # let path = dir.join("server.key_secret");
+    /// # std::fs::write(&path, "curve\n    public-key = \"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\"\n    \
+    /// #     secret-key = \"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6\"\n").unwrap();
+    /// # #[cfg(unix)]
+    /// # std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    /// // A Docker secret: /run/secrets/server.key_secret, mode 0444.
+    /// assert!(CurveKeyPair::from_file(&path).is_err() || cfg!(not(unix)));
+    /// let server = CurveKeyPair::from_file_allowing_readable(&path)?;
+    /// assert_eq!(server.public().fingerprint(), "rq:rM>}U");
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), ruststream_zmq::ZmqError>(())
+    /// ```
+    pub fn from_file_allowing_readable(path: impl AsRef<Path>) -> Result<Self, ZmqError> {
+        Self::from_certificate(path.as_ref(), Trust::SecretReadable)
+    }
+
+    fn from_certificate(path: &Path, trust: Trust) -> Result<Self, ZmqError> {
+        let certificate = Certificate::read(path, trust)?;
         let public = certificate.public()?;
-        let secret = certificate.value("secret-key").ok_or_else(|| {
-            certificate.failed(
-                "it has no `secret-key = \"...\"` line: is it the public certificate?".into(),
-            )
-        })?;
-        owner_only(path).map_err(|why| certificate.failed(why))?;
+        let secret = certificate
+            .value("secret-key")
+            .ok_or_else(|| certificate.no_secret())?;
         let public = CurvePublicKey::from_z85(public)?;
-        Self::checked(
-            public,
-            decode(secret.trim(), "a secret key")?,
-            &certificate.what,
-        )
+        Self::checked(public, secret, &certificate.what)
     }
 
     /// A key pair from two environment variables holding the Z85 text of each half.
@@ -276,16 +390,17 @@ impl CurveKeyPair {
     /// ```
     pub fn from_env(public_var: &str, secret_var: &str) -> Result<Self, ZmqError> {
         let read = |var: &str| {
-            std::env::var(var).map_err(|_| ZmqError::CurveKey {
-                what: format!("the environment variable {var}"),
-                why: "it is not set (or not UTF-8)".to_owned(),
-            })
+            std::env::var(var)
+                .map(Zeroizing::new)
+                .map_err(|_| ZmqError::CurveKey {
+                    what: format!("the environment variable {var}"),
+                    why: "it is not set (or not UTF-8)".to_owned(),
+                })
         };
         let public = CurvePublicKey::from_z85(&read(public_var)?)?;
-        let secret = decode(read(secret_var)?.trim(), "a secret key")?;
         Self::checked(
             public,
-            secret,
+            &read(secret_var)?,
             &format!("the environment variables {public_var} and {secret_var}"),
         )
     }
@@ -326,13 +441,22 @@ impl CurveKeyPair {
              exchange.\n\nmetadata\ncurve\n    public-key = \"{}\"\n",
             self.public.to_z85()
         );
-        let secret = format!(
-            "{CERTIFICATE_BANNER}#   ZeroMQ CURVE **Secret** Certificate\n#   DO NOT PROVIDE THIS \
-             FILE TO OTHER USERS nor change its permissions.\n\nmetadata\ncurve\n    public-key \
-             = \"{}\"\n    secret-key = \"{}\"\n",
-            self.public.to_z85(),
-            encode(&self.secret)
-        );
+        // Written into a buffer sized first, so that no copy of the secret's text is left
+        // behind by a buffer that grew, and zeroed once written.
+        let mut secret = Zeroizing::new(String::with_capacity(512));
+        {
+            use std::fmt::Write;
+            let z85 = Zeroizing::new(encode(self.secret.bytes()));
+            write!(
+                secret,
+                "{CERTIFICATE_BANNER}#   ZeroMQ CURVE **Secret** Certificate\n#   DO NOT PROVIDE \
+                 THIS FILE TO OTHER USERS nor change its permissions.\n\nmetadata\ncurve\n    \
+                 public-key = \"{}\"\n    secret-key = \"{}\"\n",
+                self.public.to_z85(),
+                z85.as_str()
+            )
+            .expect("writing to a String cannot fail");
+        }
         // The secret first: a public certificate is never left without its pair.
         write_new(&secret_path, &secret, 0o600)?;
         write_new(&public_path, &public, 0o644)?;
@@ -346,7 +470,7 @@ impl CurveKeyPair {
     }
 
     pub(crate) fn secret(&self) -> &[u8; 32] {
-        &self.secret
+        self.secret.bytes()
     }
 }
 
@@ -386,73 +510,8 @@ fn certificate_named(path: &Path) -> String {
     format!("the certificate {}", path.display())
 }
 
-/// A certificate file read whole, the public one or the secret one; its errors name it.
-struct Certificate {
-    what: String,
-    text: String,
-}
-
-impl Certificate {
-    fn read(path: &Path) -> Result<Self, ZmqError> {
-        let what = certificate_named(path);
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Self { what, text }),
-            Err(err) => Err(ZmqError::CurveKey {
-                what,
-                why: err.to_string(),
-            }),
-        }
-    }
-
-    fn failed(&self, why: String) -> ZmqError {
-        ZmqError::CurveKey {
-            what: self.what.clone(),
-            why,
-        }
-    }
-
-    /// The value of its `name = "value"` line.
-    fn value(&self, name: &str) -> Option<&str> {
-        self.text.lines().find_map(|line| {
-            let (key, value) = line.split_once('=')?;
-            (key.trim() == name).then(|| value.trim().trim_matches('"'))
-        })
-    }
-
-    /// The Z85 text of its public key, which both certificates hold.
-    fn public(&self) -> Result<&str, ZmqError> {
-        self.value("public-key")
-            .ok_or_else(|| self.failed("it has no `public-key = \"...\"` line".to_owned()))
-    }
-}
-
-/// Refuses a secret key file that other users than its owner may read or write (any of the
-/// group and other permission bits, as `ssh` refuses a private key), saying how to fix it.
-#[cfg(unix)]
-fn owner_only(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path)
-        .map_err(|err| err.to_string())?
-        .permissions()
-        .mode();
-    if mode & 0o077 == 0 {
-        return Ok(());
-    }
-    Err(format!(
-        "it holds a secret key and other users than its owner may read or write it (mode {:04o}): \
-         run `chmod 600 {}`",
-        mode & 0o7777,
-        path.display()
-    ))
-}
-
-/// Elsewhere the file's access is the platform's own business.
-#[cfg(not(unix))]
-fn owner_only(_path: &Path) -> Result<(), String> {
-    Ok(())
-}
-
-fn decode(text: &str, what: &str) -> Result<[u8; 32], ZmqError> {
+/// Decodes a key's 40 Z85 characters into `into`, the place the key stays.
+fn decode(text: &str, what: &str, into: &mut [u8; 32]) -> Result<(), ZmqError> {
     let refused = || ZmqError::CurveKey {
         what: what.to_owned(),
         why: format!(
@@ -463,15 +522,20 @@ fn decode(text: &str, what: &str) -> Result<[u8; 32], ZmqError> {
     if text.len() != 40 {
         return Err(refused());
     }
-    z85::decode(text)
-        .ok()
-        .and_then(|bytes| bytes.try_into().ok())
-        .ok_or_else(|| ZmqError::CurveKey {
+    // Zeroed on drop: a secret key's bytes pass through it.
+    let bytes = z85::decode(text).map(Zeroizing::new);
+    match bytes {
+        Ok(bytes) if bytes.len() == 32 => {
+            into.copy_from_slice(&bytes);
+            Ok(())
+        }
+        _ => Err(ZmqError::CurveKey {
             what: what.to_owned(),
             why: "a CURVE key is 40 characters of Z85; this text has characters outside its \
                   alphabet"
                 .to_owned(),
-        })
+        }),
+    }
 }
 
 fn encode(bytes: &[u8; 32]) -> String {

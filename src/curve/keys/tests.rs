@@ -35,7 +35,9 @@ fn a_key_reads_back_as_the_text_it_was_read_from() {
 #[test]
 fn a_public_key_is_the_one_libzmq_makes_of_its_secret() {
     for (public, secret) in [(PUBLIC, SECRET), (CLIENT_PUBLIC, CLIENT_SECRET)] {
-        let made = CurvePublicKey::of(&decode(secret, "a secret key").unwrap());
+        let mut bytes = [0u8; 32];
+        decode(secret, "a secret key", &mut bytes).unwrap();
+        let made = CurvePublicKey::of(&bytes);
         assert_eq!(made.to_z85(), public);
     }
     // libzmq's own generator, where this build has it.
@@ -148,4 +150,330 @@ fn forty_characters_outside_z85_are_refused_not_read_as_a_key() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("outside its alphabet"), "{err}");
+}
+
+/// A directory of this test's own, `0755`, by its resolved path (errors name that one).
+#[cfg(unix)]
+fn scratch(name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("curve-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::canonicalize(&dir).unwrap()
+}
+
+/// Writes `text` at `path` with `mode`.
+#[cfg(unix)]
+fn file(path: &std::path::Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[cfg(unix)]
+fn secret_text() -> String {
+    format!("curve\n    public-key = \"{PUBLIC}\"\n    secret-key = \"{SECRET}\"\n")
+}
+
+#[cfg(unix)]
+fn public_text(key: &str) -> String {
+    format!("curve\n    public-key = \"{key}\"\n")
+}
+
+/// Whether this test may give files to another user: CI runs as root; elsewhere the owner
+/// tests are skipped, and say so.
+#[cfg(unix)]
+fn as_root(test: &str) -> bool {
+    let root = super::super::files::effective_uid() == 0;
+    if !root {
+        eprintln!("{test}: skipped, it needs root to give a file to user 65534");
+    }
+    root
+}
+
+#[cfg(unix)]
+fn give_to_nobody(path: &std::path::Path) {
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_secret_certificate_another_user_owns_is_refused_with_the_chown_that_fixes_it() {
+    if !as_root("a_secret_certificate_another_user_owns_is_refused") {
+        return;
+    }
+    let dir = scratch("secret-owner");
+    let path = dir.join("server.key_secret");
+    file(&path, &secret_text(), 0o600);
+    give_to_nobody(&path);
+    let strict = CurveKeyPair::from_file(&path).map(|_| ());
+    let readable = CurveKeyPair::from_file_allowing_readable(&path).map(|_| ());
+    std::fs::remove_dir_all(&dir).unwrap();
+    for refused in [strict, readable] {
+        let err = refused.unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("owned by user 65534"), "{err}");
+        assert!(
+            err.contains(&format!("`chown 0 {}`", path.display())),
+            "{err}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_secret_certificate_is_checked_where_its_link_leads_and_the_error_says_where() {
+    let dir = scratch("secret-link");
+    let target = dir.join("server.key_secret");
+    let link = dir.join("link.key_secret");
+    file(&target, &secret_text(), 0o644);
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let open = CurveKeyPair::from_file(&link).map(|_| ());
+    std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let owner_only = CurveKeyPair::from_file(&link);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let err = open.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "{} (resolved to {})",
+            link.display(),
+            target.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("mode 0644"), "{err}");
+    assert!(
+        err.contains(&format!("`chmod 600 {}`", target.display())),
+        "{err}"
+    );
+    assert_eq!(owner_only.unwrap().public().to_z85(), PUBLIC);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_secret_others_may_read_is_refused_naming_the_opt_in_for_orchestrator_mounts() {
+    let dir = scratch("secret-readable");
+    let path = dir.join("server.key_secret");
+    for mode in [0o644, 0o640, 0o440, 0o444] {
+        file(&path, &secret_text(), mode);
+        let err = CurveKeyPair::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains(&format!("mode 0{mode:o}")), "{err}");
+        assert!(err.contains("from_file_allowing_readable"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A Kubernetes secret volume: `name -> ..data/name`, `..data -> ..<timestamp>`, the file
+/// `0644` (the default) or `0440`/`0640` (`fsGroup`); a Docker secret, `0444`.
+#[cfg(unix)]
+#[test]
+fn an_orchestrators_readable_secret_is_read_when_asked_through_its_links() {
+    use std::os::unix::fs::symlink;
+    let dir = scratch("secret-mounted");
+    std::fs::create_dir(dir.join("..2026_12_05")).unwrap();
+    symlink("..2026_12_05", dir.join("..data")).unwrap();
+    symlink("..data/server.key_secret", dir.join("server.key_secret")).unwrap();
+    let target = dir.join("..2026_12_05/server.key_secret");
+    let mut read = Vec::new();
+    for mode in [0o644, 0o640, 0o440, 0o444, 0o600, 0o400] {
+        file(&target, &secret_text(), mode);
+        read.push((
+            mode,
+            CurveKeyPair::from_file_allowing_readable(dir.join("server.key_secret")),
+        ));
+        std::fs::remove_file(&target).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    for (mode, pair) in read {
+        assert_eq!(pair.unwrap().public().to_z85(), PUBLIC, "mode {mode:o}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_secret_others_may_write_is_refused_even_when_readable_secrets_are_allowed() {
+    let dir = scratch("secret-writable");
+    let path = dir.join("server.key_secret");
+    for mode in [0o666, 0o664, 0o646, 0o620, 0o602] {
+        file(&path, &secret_text(), mode);
+        let err = CurveKeyPair::from_file_allowing_readable(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("mode 0{mode:o}")), "{err}");
+        assert!(err.contains("may write it"), "{err}");
+        assert!(
+            err.contains(&format!("`chmod go-w {}`", path.display())),
+            "{err}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_public_certificate_others_may_write_is_refused_with_the_chmod_that_fixes_it() {
+    let dir = scratch("public-writable");
+    let path = dir.join("server.key");
+    for mode in [0o666, 0o664, 0o646, 0o622] {
+        file(&path, &public_text(PUBLIC), mode);
+        let err = CurvePublicKey::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains(&format!("mode 0{mode:o}")), "{err}");
+        assert!(
+            err.contains(&format!("`chmod go-w {}`", path.display())),
+            "{err}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+    for mode in [0o644, 0o444, 0o600] {
+        file(&path, &public_text(PUBLIC), mode);
+        let read = CurvePublicKey::from_file(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(read.unwrap().to_z85(), PUBLIC, "mode {mode:o}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_public_certificate_or_allow_list_directory_another_user_owns_is_refused() {
+    if !as_root("a_public_certificate_or_allow_list_directory_another_user_owns_is_refused") {
+        return;
+    }
+    let dir = scratch("public-owner");
+    let path = dir.join("server.key");
+    file(&path, &public_text(PUBLIC), 0o644);
+    give_to_nobody(&path);
+    let file_err = CurvePublicKey::from_file(&path).unwrap_err().to_string();
+    std::fs::remove_file(&path).unwrap();
+    file(&path, &public_text(PUBLIC), 0o644);
+    give_to_nobody(&dir);
+    let dir_err = CurvePublicKey::from_dir(&dir).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    for (err, named) in [(file_err, &path), (dir_err, &dir)] {
+        assert!(err.contains(&named.display().to_string()), "{err}");
+        assert!(err.contains("owned by user 65534"), "{err}");
+        assert!(
+            err.contains(&format!("`chown 0 {}`", named.display())),
+            "{err}"
+        );
+    }
+}
+
+/// In a directory others may write to (a shared `/tmp`, sticky or not), another local user
+/// adds a key of their own: the directory is refused, whoever owns the files in it.
+#[cfg(unix)]
+#[test]
+fn an_allow_list_directory_others_may_write_to_is_refused_even_when_sticky() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("allow-writable");
+    file(&dir.join("worker.key"), &public_text(CLIENT_PUBLIC), 0o644);
+    let mut refused = Vec::new();
+    for mode in [0o1777, 0o777, 0o775, 0o757] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        refused.push((mode, CurvePublicKey::from_dir(&dir)));
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    for (mode, read) in refused {
+        let err = read.unwrap_err().to_string();
+        assert!(err.contains(&dir.display().to_string()), "{err}");
+        assert!(err.contains(&format!("mode {mode:04o}")), "{err}");
+        assert!(err.contains("add files to it"), "{err}");
+        assert!(
+            err.contains(&format!("`chmod go-w {}`", dir.display())),
+            "{err}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_allow_list_directory_gives_its_public_certificates_and_refuses_one_others_may_write() {
+    let dir = scratch("allow-files");
+    file(
+        &dir.join("b-worker.key"),
+        &public_text(CLIENT_PUBLIC),
+        0o644,
+    );
+    file(&dir.join("a-server.key"), &public_text(PUBLIC), 0o444);
+    file(&dir.join("notes.txt"), "not a key", 0o666);
+    let read = CurvePublicKey::from_dir(&dir);
+    let written = dir.join("c-stranger.key");
+    file(&written, &public_text(PUBLIC), 0o666);
+    let with_writable = CurvePublicKey::from_dir(&dir).map(|_| ());
+    let empty = scratch("allow-empty");
+    let none = CurvePublicKey::from_dir(&empty).map(|_| ());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&empty).unwrap();
+    let keys: Vec<_> = read.unwrap().iter().map(CurvePublicKey::to_z85).collect();
+    assert_eq!(keys, [PUBLIC, CLIENT_PUBLIC], "every `*.key`, by name");
+    let err = with_writable.unwrap_err().to_string();
+    assert!(err.contains(&written.display().to_string()), "{err}");
+    assert!(err.contains("mode 0666"), "{err}");
+    let err = none.unwrap_err().to_string();
+    assert!(err.contains("holds no public certificate"), "{err}");
+}
+
+/// A FIFO (or any file that is not a regular one) is refused at once: opening it never waits
+/// for a writer.
+#[cfg(unix)]
+#[test]
+fn a_fifo_given_as_a_certificate_is_refused_without_waiting() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("server.key_secret");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::set_permissions(&fifo, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(CurveKeyPair::from_file(&path).map(|_| ()));
+    });
+    let answer = rx.recv_timeout(std::time::Duration::from_secs(10));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let err = answer
+        .expect("an answer, not a wait for a writer")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+mod secret_material {
+    use static_assertions::{assert_impl_all, assert_not_impl_any};
+    use zeroize::ZeroizeOnDrop;
+
+    use super::super::SecretKey;
+    use super::*;
+
+    // The secret's bytes are never copied by a clone, and are zeroed when dropped.
+    assert_not_impl_any!(SecretKey: Clone, Copy);
+    assert_impl_all!(SecretKey: ZeroizeOnDrop);
+
+    #[test]
+    #[expect(unsafe_code, reason = "reads the bytes a dropped secret leaves behind")]
+    fn dropping_a_secret_key_writes_zeros_over_its_bytes() {
+        let mut slot = std::mem::MaybeUninit::new(SecretKey([0xA5u8; 32].into()));
+        // SAFETY: `slot` holds an initialised key, and this drops it once; nothing reads it as
+        // a key afterwards.
+        unsafe { slot.assume_init_drop() };
+        // SAFETY: the slot's memory stays this frame's after the drop, and every byte of it is
+        // an initialised `u8` (the zeros written over the key, or the key's own).
+        let left = unsafe { std::ptr::read(slot.as_ptr().cast::<[u8; 32]>()) };
+        assert_eq!(left, [0u8; 32]);
+    }
+
+    #[test]
+    fn clones_of_a_key_pair_share_one_secret_not_copies() {
+        let pair = CurveKeyPair::from_z85(PUBLIC, SECRET).unwrap();
+        let clone = pair.clone();
+        assert!(std::sync::Arc::ptr_eq(&pair.secret, &clone.secret));
+        assert!(std::ptr::eq(pair.secret(), clone.secret()));
+    }
 }
