@@ -379,28 +379,15 @@ pub mod curve {
     }
 
     /// Every client key the `--curve-allow` values name; a directory gives each `.key` file in
-    /// it, as pyzmq's `load_certificates` reads one.
+    /// it, as pyzmq's `load_certificates` reads one (`CurvePublicKey::from_dir`, which refuses
+    /// a directory or file that other users may write).
     pub fn allowed(given: &[String]) -> Result<Vec<CurvePublicKey>, Failure> {
         let mut keys = Vec::new();
         for each in given {
-            let path = Path::new(each);
-            if !path.is_dir() {
+            if Path::new(each).is_dir() {
+                keys.extend(CurvePublicKey::from_dir(each)?);
+            } else {
                 keys.push(public_key(each)?);
-                continue;
-            }
-            let entries = std::fs::read_dir(path)
-                .map_err(|err| Failure::Failed(format!("reading {each} failed: {err}")))?;
-            let before = keys.len();
-            for entry in entries.flatten() {
-                let file = entry.path();
-                if file.extension().is_some_and(|ext| ext == "key") {
-                    keys.push(CurvePublicKey::from_file(&file)?);
-                }
-            }
-            if keys.len() == before {
-                return Err(Failure::Failed(format!(
-                    "{each} holds no public certificate (`*.key`) to admit"
-                )));
             }
         }
         Ok(keys)
