@@ -10,7 +10,9 @@ use super::{
     hostile::{raw_push, short_frame},
     prelude::*,
 };
-use crate::support::{PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, logs, until};
+use crate::support::{
+    ChildTest, PyPeer, STEP, Tap, interrupt_until_handled_by, json_of, latin1, logs, until,
+};
 
 /// The test below, by the name libtest gives it: its child process runs it again by that name.
 fn frame_header() -> String {
@@ -285,10 +287,12 @@ fn claimed_id() -> String {
 
 const CLAIMED_ID_FIGURES: &str = "claimed routing id figures: ";
 
-/// libzmq gives an anonymous peer of a ROUTER `0x00` and a counter started from C's `rand()`;
-/// unseeded, the first ROUTER of every process starts at `006b8b4567`, and a peer that claims it
-/// first made the next anonymous peer's arrival abort the process. In a process of its own, so
-/// that its responder is the process's first ROUTER, as a service's would be.
+/// The blind claim: libzmq gives an anonymous peer of a ROUTER `0x00` and a counter started
+/// from C's `rand()`; unseeded, the first ROUTER of every process starts at `006b8b4567`, and a
+/// peer that claims it first made the next anonymous peer's arrival abort the process. The
+/// crate seeds `rand()`, so that claim misses. It shows nothing about a peer that knows where the
+/// counter is (the informed claim below aborts the process). In a process of its own, so that
+/// its responder is the process's first ROUTER, as a service's would be.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_claiming_the_routing_id_the_next_anonymous_peer_would_get_aborts_nothing() {
     if crate::support::is_child(&claimed_id()) {
@@ -339,4 +343,233 @@ async fn claimed_id_in_a_process_of_its_own() {
     );
     println!("{CLAIMED_ID_FIGURES}both requesters answered; the process lives");
     running.shutdown().await.unwrap();
+}
+
+/// The request's `reply-to`, as the responder stamped it.
+#[derive(Debug, serde::Deserialize)]
+struct ReplyTo {
+    #[serde(rename = "reply-to")]
+    reply_to: String,
+}
+
+/// An answer that tells the requester its own reply address.
+#[derive(Debug, serde::Serialize, serde::Deserialize, Outgoing)]
+struct Told {
+    id: u64,
+    reply_to: String,
+}
+
+/// Shows each requester its `reply-to`, as any handler, log line or copy that shows the header
+/// would.
+#[subscriber(Responder::<Bound>, reply("reply"))]
+async fn tell_reply_to(ask: &Echoed, Headers(from): Headers<ReplyTo>) -> Told {
+    Told {
+        id: ask.id,
+        reply_to: from.reply_to,
+    }
+}
+
+/// The test below, by the name libtest gives it: its child process runs it again by that name.
+fn informed_claim() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_requester_that_reads_its_routing_id_and_claims_the_next_aborts_the_process_at_the_next_anonymous_requester",
+    )
+}
+
+/// What the child prints in front of the address it listens on.
+const LISTENING: &str = "responder listening on ";
+
+/// The routing id in a reply address (`zmq-reply:<hex>`).
+fn routing_id_of(reply_to: &str) -> Vec<u8> {
+    let hex = reply_to
+        .strip_prefix("zmq-reply:")
+        .unwrap_or_else(|| panic!("not a DEALER's reply address: {reply_to}"));
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// The informed claim: libzmq 4.3 gives each anonymous peer of a ROUTER `0x00` and the next
+/// value of one counter (big-endian), and never checks that a peer claimed it. A requester that
+/// reads its own reply address claims the next id on a second connection; the next anonymous
+/// requester's handshake then fails libzmq's assertion (`Assertion failed: ok`), and the whole
+/// process aborts. Seeding `rand()` only hides where the counter starts. The responder, in
+/// clear, runs in a child process; the peers are this process's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requester_that_reads_its_routing_id_and_claims_the_next_aborts_the_process_at_the_next_anonymous_requester()
+ {
+    use std::os::unix::process::ExitStatusExt;
+    if crate::support::is_child(&informed_claim()) {
+        return informed_claim_in_a_process_of_its_own().await;
+    }
+    let mut responder = ChildTest::spawn(&informed_claim());
+    let Some(address) = responder.after(LISTENING, STEP * 3).await else {
+        let end = responder.end(STEP).await;
+        panic!("the responder never listened: {}", end.describe());
+    };
+    let mut first = PyPeer::connect("DEALER", &address, json!({})).await;
+    first.send(&[b"echo", b"", br#"{"id":1}"#]).await;
+    let told = first.expect("the first requester's answer").await.payload();
+    let own = routing_id_of(told["reply_to"].as_str().expect("a reply address"));
+    let [0, a, b, c, d] = own[..] else {
+        panic!("an anonymous requester's id is 0x00 and four bytes: {own:02x?}");
+    };
+    let next = u32::from_be_bytes([a, b, c, d]).wrapping_add(1);
+    let mut claimed = vec![0];
+    claimed.extend(next.to_be_bytes());
+    let mut claimant =
+        PyPeer::connect("DEALER", &address, json!({"ROUTING_ID": latin1(&claimed)})).await;
+    claimant.send(&[b"echo", b"", br#"{"id":2}"#]).await;
+    let told = claimant.expect("the claimant's answer").await.payload();
+    assert_eq!(
+        routing_id_of(told["reply_to"].as_str().expect("a reply address")),
+        claimed,
+        "the claim taken as the claimant's routing id"
+    );
+    // Its handshake alone names it; the request is what a requester would send.
+    let mut anonymous = PyPeer::connect("DEALER", &address, json!({})).await;
+    anonymous.send(&[b"echo", b"", br#"{"id":3}"#]).await;
+    let end = responder.end(STEP * 2).await;
+    let shown = end.describe();
+    assert_eq!(
+        end.status.and_then(|status| status.signal()),
+        Some(libc::SIGABRT),
+        "the responder's process was not aborted: {shown}"
+    );
+    assert!(
+        end.stderr.contains("Assertion failed"),
+        "aborted by something other than libzmq's assertion: {shown}"
+    );
+    assert!(
+        !end.stdout.contains("\"id\":3"),
+        "the anonymous requester was answered: {shown}"
+    );
+    drop((first, claimant, anonymous));
+}
+
+async fn informed_claim_in_a_process_of_its_own() {
+    logs();
+    let broker = ZmqRpc::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
+    let monitor = broker.monitor();
+    let app = RustStream::new(AppInfo::new("echo", "0.1.0")).with_broker(broker, |b| {
+        b.include(
+            tell_reply_to
+                .name("echo")
+                .out_retry("echo.retry@tcp://127.0.0.1:1"),
+        )
+        .out_reply(Publish)
+        .transform(ToRequester);
+    });
+    let running = app.start().await.unwrap();
+    println!("{LISTENING}{}", monitor.bound_address().unwrap());
+    // The parent's requesters abort this process: outliving its wait for them is the failure.
+    tokio::time::sleep(STEP * 6).await;
+    running.shutdown().await.unwrap();
+}
+
+// -------------------------------------------------------------------------------------------
+// A message of millions of small frames
+
+/// The test below, by the name libtest gives it: its child process runs it again by that name.
+fn many_frames() -> String {
+    crate::support::test_name(
+        module_path!(),
+        "a_message_of_4_million_empty_frames_is_held_by_libzmq_at_64_bytes_a_frame_then_refused_by_rule_uncopied",
+    )
+}
+
+const MANY_FRAMES_FIGURES: &str = "many frames figures: ";
+
+/// The frames of the attack: `jobs` and empty frames, 2 bytes each on the wire.
+const MANY_FRAMES: usize = 4_000_000;
+
+/// What libzmq holds for each frame of a message until the message is whole: one `zmq_msg_t`,
+/// 64 bytes, in its pipe.
+const LIBZMQ_BYTES_A_FRAME: u64 = 64;
+
+/// Beyond what libzmq holds: read buffers and the allocator's slack. A copy of the frames
+/// (32 bytes each as `Bytes`, 122 MiB for 4 million) is far over it.
+const MANY_FRAMES_MARGIN_KIB: u64 = 32 * 1024;
+
+/// libzmq's size limit is per frame and its queue counts whole messages, so a message of
+/// millions of empty frames passes both, and libzmq holds it whole in its pipe, 64 bytes a
+/// frame, before the reader sees its first frame. The subscription then copies nine frames
+/// (`max_frames` and one), reads the rest without a copy, refuses it by rule, and the job after
+/// it is handled. The memory is the whole process's: the service runs in a child process of its
+/// own, which measures itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_of_4_million_empty_frames_is_held_by_libzmq_at_64_bytes_a_frame_then_refused_by_rule_uncopied()
+ {
+    if crate::support::is_child(&many_frames()) {
+        return many_frames_in_a_process_of_its_own().await;
+    }
+    crate::support::alone_with_figures(&many_frames(), MANY_FRAMES_FIGURES).await;
+}
+
+async fn many_frames_in_a_process_of_its_own() {
+    use crate::support::Memory;
+    logs();
+    let connected = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
+        .connect()
+        .await
+        .unwrap();
+    let monitor = connected.monitor();
+    let mut tap = Tap::new(connected.subscribe("jobs").await.unwrap());
+    let address = monitor.bound_address().unwrap();
+    let good = |n: u64| {
+        let mut frames = short_frame(b"jobs", true);
+        frames.extend(short_frame(format!(r#"{{"n":{n}}}"#).as_bytes(), false));
+        frames
+    };
+    let mut attacker = raw_push(&address).await;
+    attacker.write_all(&good(1)).await.unwrap();
+    assert_eq!(
+        json_of(&tap.expect("the attacker's good job").await)["n"],
+        1
+    );
+    // Made before the measure: 8 MB of the test's own.
+    let mut message = short_frame(b"jobs", true);
+    message.extend(short_frame(b"", true).repeat(MANY_FRAMES - 2));
+    message.extend(short_frame(b"", false));
+    let before = Memory::now();
+    tokio::time::timeout(STEP, attacker.write_all(&message))
+        .await
+        .expect("libzmq read the message")
+        .unwrap();
+    attacker.write_all(&good(2)).await.unwrap();
+    assert_eq!(
+        json_of(&tap.expect("the job after the message of many frames").await)["n"],
+        2
+    );
+    let after = Memory::now();
+    let grew = after.peak_kib.saturating_sub(before.peak_kib);
+    let held_kib = MANY_FRAMES as u64 * LIBZMQ_BYTES_A_FRAME / 1024;
+    println!(
+        "{MANY_FRAMES_FIGURES}a message of {MANY_FRAMES} frames ({} bytes on the wire): VmHWM \
+         {} KiB before, {} KiB after, grew {grew} KiB ({} bytes a frame); VmRSS {} KiB after",
+        message.len(),
+        before.peak_kib,
+        after.peak_kib,
+        grew * 1024 / MANY_FRAMES as u64,
+        after.rss_kib
+    );
+    assert_eq!(
+        monitor.refused_by("max-frames"),
+        1,
+        "the message of many frames, refused by its count"
+    );
+    assert_eq!(monitor.refused(), 1, "that message alone was refused");
+    assert_eq!(
+        monitor.peers_lost(),
+        0,
+        "libzmq has no limit on a message's frames: the attacker stays"
+    );
+    assert!(
+        grew <= held_kib + MANY_FRAMES_MARGIN_KIB,
+        "the peak resident set grew by {grew} KiB, over the {held_kib} KiB libzmq holds and \
+         {MANY_FRAMES_MARGIN_KIB} KiB: the frames were copied"
+    );
+    connected.shutdown().await.unwrap();
 }
