@@ -191,9 +191,16 @@ impl Running {
 
     /// Its next stdout line as JSON, or `None` after `within`.
     pub async fn line(&mut self, within: Duration) -> Option<Value> {
+        self.text_line(within)
+            .await
+            .map(|line| serde_json::from_str(&line).unwrap())
+    }
+
+    /// Its next stdout line as it was written, or `None` after `within`.
+    pub async fn text_line(&mut self, within: Duration) -> Option<String> {
         let stdout = self.stdout.as_mut().expect("the test closed zmqs's stdout");
         match tokio::time::timeout(within, stdout.next_line()).await {
-            Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap()),
+            Ok(Ok(Some(line))) => Some(line),
             Ok(_) => panic!("zmqs ended its stdout; stderr:\n{}", self.stderr()),
             Err(_) => None,
         }
@@ -304,6 +311,7 @@ async fn send_lines_from_stdin_reach_a_python_pull_in_the_crates_own_frames() {
             &pull.endpoint.clone(),
             "orders",
             "--lines",
+            "--raw",
             "-H",
             "x-tenant=acme",
         ],
@@ -520,6 +528,7 @@ async fn send_exits_with_status_0_while_a_peer_that_reads_late_misses_what_was_s
         "1000",
         "--linger",
         "0ms",
+        "--raw",
         "-q",
     ])
     .await;
@@ -686,7 +695,15 @@ async fn send_file_sends_its_bytes_as_they_are_and_a_file_it_cannot_read_exits_1
     ));
     std::fs::write(&path, bytes).unwrap();
     let file = path.to_str().unwrap().to_owned();
-    let ran = run(&["send", &pull.endpoint.clone(), "payments", "--file", &file]).await;
+    let ran = run(&[
+        "send",
+        &pull.endpoint.clone(),
+        "payments",
+        "--file",
+        &file,
+        "--raw",
+    ])
+    .await;
     std::fs::remove_file(&path).unwrap();
     assert_eq!(ran.code(), Some(0), "{ran:?}");
     let received = pull.expect("the file's message").await;
@@ -1042,4 +1059,238 @@ async fn ask_bind_says_where_it_listens_and_asks_the_responder_that_dials_in() {
     let asked = router.answered(STEP).await.expect("the router's request");
     assert_eq!(asked["name"], "quotes");
     assert_eq!(line["headers"]["correlation-id"], asked["correlation_id"]);
+}
+
+/// A number no flag can hold is a usage error (status 2) saying the range, never a panic: each
+/// numeric and duration flag of each command, with a value past what it takes. Each command
+/// would otherwise run to a peer that is not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_out_of_range_are_usage_errors_with_status_2_not_panics() {
+    logs();
+    const TOO_LONG: &str = "at most 8760h (a year)";
+    let send: &[&str] = &["send", "tcp://127.0.0.1:1", "payments", "{}"];
+    let tail: &[&str] = &["tail", "tcp://127.0.0.1:1", "payments"];
+    let ask: &[&str] = &["ask", "tcp://127.0.0.1:1", "quotes", "{}"];
+    for (command, flag, value, says) in [
+        (send, "--rate", "1e-300", "0.001 or more"),
+        (send, "--rate", "0", "0.001 or more"),
+        (send, "--rate", "inf", "0.001 or more"),
+        (send, "--timeout", "5000000000000000h", TOO_LONG),
+        (send, "--settle", "5000000000000000h", TOO_LONG),
+        (send, "--linger", "9999999999999999999999s", TOO_LONG),
+        (send, "--count", "18446744073709551616", "number too large"),
+        (tail, "--timeout", "5000000000000000h", TOO_LONG),
+        (tail, "--count", "-1", "unexpected argument"),
+        (ask, "--timeout", "5000000000000000h", TOO_LONG),
+        (ask, "--count", "18446744073709551616", "number too large"),
+        (
+            ask,
+            "--in-flight",
+            "99999999999999999999999",
+            "number too large",
+        ),
+    ] {
+        let mut args = command.to_vec();
+        args.extend([flag, value]);
+        let ran = run(&args).await;
+        ran.failed_with(2, says);
+        assert!(!ran.stderr.contains("panicked"), "{ran:?}");
+    }
+}
+
+/// `tail` prints a JSON payload's own text: duplicate keys, an integer past `u64`, a number past
+/// `f64` and the key order reach stdout byte for byte, where a parsed and re-written value would
+/// merge, round and reorder them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_a_json_payload_byte_for_byte_as_it_arrived() {
+    logs();
+    const PAYLOAD: &str = r#"{"id":1,"id":2,"n":123456789012345678901234567890,"x":1e400,"b":0}"#;
+    let mut tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--count",
+        "2",
+        "--timeout",
+        "20s",
+    ]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send(&[b"payments", b"", PAYLOAD.as_bytes()]).await;
+    // Pretty-printed: its line breaks go (one message, one line), its tokens stay.
+    push.send(&[b"payments", b"", b"{\n  \"id\": 1,\n  \"id\": 2\n}\n"])
+        .await;
+    let line = tail.text_line(STEP).await.expect("the first message");
+    assert!(line.contains(&format!(r#""payload":{PAYLOAD}"#)), "{line}");
+    let line = tail.text_line(STEP).await.expect("the pretty one");
+    assert!(
+        line.contains(r#""payload":{  "id": 1,  "id": 2}"#),
+        "{line}"
+    );
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// `ask` prints the answer's JSON payload byte for byte, as `tail` does: a Python ROUTER echoes
+/// a payload a parsed value could not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_prints_the_answers_json_payload_byte_for_byte_as_it_arrived() {
+    logs();
+    const PAYLOAD: &str = r#"{"id":1,"id":2,"n":123456789012345678901234567890}"#;
+    let router = PyPeer::echo_router("tcp://127.0.0.1:*").await;
+    let ran = run(&["ask", &router.endpoint.clone(), "quotes", PAYLOAD]).await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert!(
+        ran.stdout.contains(&format!(r#""payload":{PAYLOAD}"#)),
+        "{ran:?}"
+    );
+}
+
+/// An endpoint no socket takes is a command line that is wrong (status 2, as the exit table
+/// says), on each command and side; so is `--count 0` (or `--in-flight 0`), which would wait
+/// for a peer to do nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_endpoint_and_a_count_of_0_are_usage_errors_with_status_2() {
+    logs();
+    for endpoint in [
+        "foo",
+        "tcp://127.0.0.1",
+        "tcp://127.0.0.1:99999",
+        "udp://127.0.0.1:5",
+    ] {
+        for args in [
+            &["send", endpoint, "payments", "{}", "--timeout", "300ms"][..],
+            &[
+                "send",
+                endpoint,
+                "payments",
+                "{}",
+                "--bind",
+                "--timeout",
+                "300ms",
+            ],
+            &["tail", endpoint, "payments", "--timeout", "300ms"],
+            &["tail", endpoint, "payments", "--bind", "--timeout", "300ms"],
+            &["ask", endpoint, "quotes", "{}", "--timeout", "300ms"],
+        ] {
+            let ran = run(args).await;
+            ran.failed_with(
+                2,
+                &format!("endpoint `{endpoint}` is not an address the ZeroMQ sockets accept"),
+            );
+        }
+    }
+    for args in [
+        &[
+            "send",
+            "tcp://127.0.0.1:1",
+            "payments",
+            "{}",
+            "--count",
+            "0",
+        ][..],
+        &["tail", "tcp://127.0.0.1:1", "payments", "--count", "0"],
+        &["ask", "tcp://127.0.0.1:1", "quotes", "{}", "--count", "0"],
+        &[
+            "ask",
+            "tcp://127.0.0.1:1",
+            "quotes",
+            "{}",
+            "--in-flight",
+            "0",
+        ],
+    ] {
+        run(args).await.failed_with(2, "0 is not in 1..");
+    }
+}
+
+/// `-H` sets the user's headers, never those the crate or the framework set (a forged
+/// `x-ruststream-retry-count` moves a service past its retry cap; `reply-to` and
+/// `correlation-id` route answers), nor a name that is not a token: status 2, and the peer
+/// gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_flags_for_reserved_or_malformed_names_are_refused_with_status_2_sending_nothing() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let endpoint = pull.endpoint.clone();
+    for (header, says) in [
+        (
+            "x-ruststream-retry-count=7",
+            "header `x-ruststream-retry-count` is the framework's",
+        ),
+        ("X-RustStream-Retry-Count=7", "is the framework's"),
+        ("x-ruststream-anything=1", "is the framework's"),
+        ("reply-to=zmq-reply:00", "header `reply-to` is the crate's"),
+        (
+            "correlation-id=c-1",
+            "header `correlation-id` is the crate's",
+        ),
+        ("x tenant=acme", "header name `x tenant` is not a token"),
+        ("x:tenant=acme", "header name `x:tenant` is not a token"),
+        ("=acme", "header name `` is not a token"),
+    ] {
+        let ran = run(&["send", &endpoint, "payments", "{}", "-H", header]).await;
+        ran.failed_with(2, says);
+        let ran = run(&["ask", &endpoint, "quotes", "{}", "-H", header]).await;
+        ran.failed_with(2, says);
+    }
+    let ran = run(&[
+        "send", &endpoint, "payments", "{}", "-H", "a=1", "-H", "a=2",
+    ])
+    .await;
+    ran.failed_with(2, "header `a` is given twice");
+    assert!(
+        pull.recv(Duration::from_millis(300)).await.is_none(),
+        "nothing was sent"
+    );
+    // The partition key is the user's to set.
+    let ran = run(&[
+        "send",
+        &endpoint,
+        "payments",
+        "{}",
+        "-H",
+        "zmq-partition-key=a-1",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let received = pull.expect("the keyed message").await;
+    assert_eq!(received.headers_frame(), b"zmq-partition-key: a-1");
+}
+
+/// A payload that is not JSON is refused (status 2, the parse error and `--raw` named): a
+/// service of the crate would drop it. `--raw` sends it as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_that_is_not_json_is_refused_with_status_2_and_raw_sends_it() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let endpoint = pull.endpoint.clone();
+    let ran = run(&["send", &endpoint, "payments", "not json"]).await;
+    ran.failed_with(
+        2,
+        "the payload is not JSON (expected ident at line 1 column 2)",
+    );
+    assert!(
+        ran.stderr.contains("--raw sends the bytes as they are"),
+        "{ran:?}"
+    );
+    let ran = run_with(
+        &["send", &endpoint, "payments", "--lines"],
+        b"{\"id\":1}\n{\"id\":\n",
+        STEP * 2,
+    )
+    .await;
+    ran.failed_with(2, "message 2 of --lines is not JSON");
+    let ran = run(&["ask", &endpoint, "quotes", "{id:1}"]).await;
+    ran.failed_with(2, "the payload is not JSON");
+    assert!(
+        pull.recv(Duration::from_millis(300)).await.is_none(),
+        "nothing was sent"
+    );
+
+    let ran = run(&["send", &endpoint, "payments", "not json", "--raw"]).await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let received = pull.expect("the raw message").await;
+    assert_eq!(received.frames.last().unwrap(), b"not json");
 }

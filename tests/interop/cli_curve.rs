@@ -396,3 +396,134 @@ async fn backend_zeromq_with_a_curve_option_exits_2_saying_curve_is_libzmqs() {
     ran.failed_with(2, SAYS);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `keys new` takes a name, not a path: `../x`, an absolute path, `a/b`, `..` and a hidden name
+/// are usage errors (status 2) that write nothing and, with `--force`, remove nothing outside
+/// `--dir`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_new_refuses_a_name_that_is_a_path_with_status_2_touching_nothing_outside_dir() {
+    let root = scratch("names");
+    let dir = root.join("keys");
+    // A pair beside `--dir` that `--force ../victim` would remove and replace.
+    std::fs::write(root.join("victim.key"), "kept").unwrap();
+    std::fs::write(root.join("victim.key_secret"), "kept").unwrap();
+    let absolute = root.join("abs");
+    let absolute = absolute.to_str().unwrap();
+    for (name, says) in [
+        ("../escaped", "is a path"),
+        ("../victim", "is a path"),
+        (absolute, "is a path"),
+        ("sub/name", "is a path"),
+        ("..", "is a path"),
+        (".hidden", "starts with a dot"),
+    ] {
+        for force in [false, true] {
+            let mut args = vec!["keys", "new", name, "--dir", dir.to_str().unwrap()];
+            if force {
+                args.push("--force");
+            }
+            let ran = run(&args).await;
+            ran.failed_with(2, says);
+        }
+    }
+    let mut left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["victim.key", "victim.key_secret"],
+        "nothing written, nothing removed"
+    );
+    for file in ["victim.key", "victim.key_secret"] {
+        assert_eq!(std::fs::read_to_string(root.join(file)).unwrap(), "kept");
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A `--dir` that is not UTF-8 cannot be named in the JSON line `keys new` prints: a usage
+/// error before anything is written, not a panic after.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_new_refuses_a_dir_that_is_not_utf8_with_status_2_before_writing() {
+    use std::os::unix::ffi::OsStrExt;
+    let root = scratch("not-utf8");
+    let mut dir = root.as_os_str().as_bytes().to_vec();
+    dir.extend_from_slice(b"/keys-\xff");
+    let dir = std::ffi::OsStr::from_bytes(&dir);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_zmqs"))
+        .args(["keys", "new", "server", "--dir"])
+        .arg(dir)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not UTF-8"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!Path::new(dir).exists(), "nothing written");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A key file that is not there is named as missing, with its path, whichever option names it;
+/// `keys new` over a name in use says `--force`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_file_is_named_missing_and_keys_new_over_a_name_in_use_names_force() {
+    logs();
+    let dir = scratch("missing");
+    new_keys(&dir, "server").await;
+    let nope = dir.join("nope.key");
+    let nope = nope.to_str().unwrap();
+    let secret = dir.join("server.key_secret");
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "--curve-server",
+        nope,
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(1, &format!("{nope}: no such file"));
+    assert!(!ran.stderr.contains("40 characters of Z85"), "{ran:?}");
+    let ran = run(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--curve-keys",
+        secret.to_str().unwrap(),
+        "--curve-allow",
+        nope,
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(1, &format!("{nope}: no such file"));
+    let ran = run(&[
+        "send",
+        "tcp://127.0.0.1:1",
+        "payments",
+        "{}",
+        "--curve-server",
+        dir.join("server.key").to_str().unwrap(),
+        "--curve-keys",
+        nope,
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(1), "{ran:?}");
+    assert!(
+        ran.stderr.contains(nope) && ran.stderr.to_lowercase().contains("no such file"),
+        "{ran:?}"
+    );
+
+    let again = run(&["keys", "new", "server", "--dir", dir.to_str().unwrap()]).await;
+    again.failed_with(1, "add --force to replace the pair");
+    assert!(again.stderr.contains(secret.to_str().unwrap()), "{again:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

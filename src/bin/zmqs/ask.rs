@@ -38,12 +38,17 @@ pub struct Ask {
     #[arg(long = "header", short = 'H', value_name = "NAME=VALUE")]
     headers: Vec<String>,
 
-    /// How many requests to send
-    #[arg(long, short = 'n', default_value_t = 1)]
+    /// Send the payload's bytes as they are; without it a payload must be JSON, as the
+    /// crate's responders read it
+    #[arg(long)]
+    raw: bool,
+
+    /// How many requests to send (1 or more)
+    #[arg(long, short = 'n', default_value_t = 1, value_parser = crate::at_least_one::<u64>())]
     count: u64,
 
-    /// How many requests wait for their answers at once
-    #[arg(long, default_value_t = 1)]
+    /// How many requests wait for their answers at once (1 or more)
+    #[arg(long, default_value_t = 1, value_parser = crate::at_least_one::<usize>())]
     in_flight: usize,
 
     /// How long each request waits for its answer
@@ -56,15 +61,14 @@ pub struct Ask {
 
 impl Ask {
     pub async fn run(self) -> Result<(), Failure> {
-        if self.count == 0 || self.in_flight == 0 {
-            return Err(Failure::Usage(
-                "--count and --in-flight are at least 1".into(),
-            ));
-        }
         let headers = crate::send::headers(&self.headers)?;
         wire::encode(&self.name, &headers, Bytes::new())
             .map_err(|err| Failure::Usage(err.to_string()))?;
-        let payload = Bytes::from(crate::send::read_payload(None, self.payload.as_deref())?);
+        let payload = crate::send::read_payload(None, self.payload.as_deref())?;
+        if !self.raw {
+            crate::send::json_payload(&payload, "the payload")?;
+        }
+        let payload = Bytes::from(payload);
         let link = Link::<RpcKind>::connect(
             &self.endpoint,
             &self.socket,
@@ -106,8 +110,8 @@ impl Ask {
         let answer = ask(requester, &self.name, &payload, headers, self.timeout).await?;
         let round_trip = started.elapsed();
         let mut line = lines::message(&answer, SystemTime::now());
-        line.insert("round_trip_ms".into(), json!(millis(round_trip)));
-        println!("{}", serde_json::Value::Object(line));
+        line.insert("round_trip_ms", &json!(millis(round_trip)));
+        println!("{line}");
         Ok(())
     }
 

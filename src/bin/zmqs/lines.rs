@@ -1,16 +1,43 @@
 //! What `tail` and `ask` print: one JSON object a line, for people and for `jq` alike.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    collections::BTreeMap,
+    fmt,
+    time::{SystemTime, UNIX_EPOCH},
+};
 
 use base64::Engine;
 use ruststream::{HeaderMap, IncomingMessage};
 use ruststream_zmq::ZmqMessage;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value, json, value::RawValue};
+
+/// One printed JSON object, its keys in order and each value kept as JSON text: a payload's
+/// text goes in as it arrived, never through a `Value` (which would merge duplicate keys and
+/// round large numbers).
+pub struct Line(BTreeMap<&'static str, String>);
+
+impl Line {
+    pub fn insert(&mut self, key: &'static str, value: &Value) {
+        self.0.insert(key, value.to_string());
+    }
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (n, (key, value)) in self.0.iter().enumerate() {
+            let comma = if n == 0 { "" } else { "," };
+            write!(f, "{comma}{}:{value}", json!(key))?;
+        }
+        f.write_str("}")
+    }
+}
 
 /// A message as a JSON object: its name, its headers (a value that is not UTF-8 as base64
 /// under `headers_base64`, though the crate refuses such a headers frame before a message is
-/// made of it), its payload (JSON where it parses, else `payload_base64`), and when it arrived.
-pub fn message(message: &ZmqMessage, arrived: SystemTime) -> Map<String, Value> {
+/// made of it), its payload (its own JSON text where it is JSON, else `payload_base64`), and
+/// when it arrived.
+pub fn message(message: &ZmqMessage, arrived: SystemTime) -> Line {
     line(
         message.name(),
         IncomingMessage::headers(message),
@@ -20,14 +47,9 @@ pub fn message(message: &ZmqMessage, arrived: SystemTime) -> Map<String, Value> 
 }
 
 /// [`message`] of its parts: a `ZmqMessage` is made by the crate alone, from what it decoded.
-fn line(
-    name: &str,
-    headers: &HeaderMap,
-    payload: &[u8],
-    arrived: SystemTime,
-) -> Map<String, Value> {
-    let mut line = Map::new();
-    line.insert("name".into(), json!(name));
+fn line(name: &str, headers: &HeaderMap, payload: &[u8], arrived: SystemTime) -> Line {
+    let mut line = Line(BTreeMap::new());
+    line.insert("name", &json!(name));
     let mut text = Map::new();
     let mut binary = Map::new();
     for (name, value) in headers.iter() {
@@ -36,16 +58,28 @@ fn line(
             Err(_) => binary.insert(name.to_owned(), json!(base64(value))),
         };
     }
-    line.insert("headers".into(), Value::Object(text));
+    line.insert("headers", &Value::Object(text));
     if !binary.is_empty() {
-        line.insert("headers_base64".into(), Value::Object(binary));
+        line.insert("headers_base64", &Value::Object(binary));
     }
-    match serde_json::from_slice::<Value>(payload) {
-        Ok(value) => line.insert("payload".into(), value),
-        Err(_) => line.insert("payload_base64".into(), json!(base64(payload))),
+    match json_text(payload) {
+        Some(text) => line.0.insert("payload", text),
+        None => line
+            .0
+            .insert("payload_base64", json!(base64(payload)).to_string()),
     };
-    line.insert("arrived".into(), json!(rfc3339(arrived)));
+    line.insert("arrived", &json!(rfc3339(arrived)));
     line
+}
+
+/// The payload's JSON text, where it is one JSON value (UTF-8), byte for byte but for the
+/// whitespace around it and the line breaks in it: JSON allows a line break only between
+/// tokens (one inside a string is written `\n`), so dropping them keeps each message on one
+/// line and leaves every token, key order, duplicate key and number as it arrived.
+fn json_text(payload: &[u8]) -> Option<String> {
+    // Checked by a scan that keeps the text; a number is read as digits, not as an `f64`.
+    let raw: &RawValue = serde_json::from_slice(payload).ok()?;
+    Some(raw.get().replace(['\r', '\n'], ""))
 }
 
 fn base64(bytes: &[u8]) -> String {
@@ -174,6 +208,11 @@ mod tests {
         );
     }
 
+    /// The line as JSON, to compare.
+    fn value(line: &super::Line) -> serde_json::Value {
+        serde_json::from_str(&line.to_string()).unwrap()
+    }
+
     #[test]
     fn a_header_value_that_is_not_utf8_is_under_headers_base64_and_a_payload_that_is_not_json_too()
     {
@@ -182,7 +221,7 @@ mod tests {
         headers.insert("x-raw".to_owned(), Bytes::from_static(&[0, 0x9f, 0xff]));
         let printed = line("payments", &headers, b"not json", at(0, 0));
         assert_eq!(
-            serde_json::Value::Object(printed),
+            value(&printed),
             json!({
                 "name": "payments",
                 "headers": {"x-tenant": "acme"},
@@ -191,12 +230,58 @@ mod tests {
                 "arrived": "1970-01-01T00:00:00.000000Z",
             })
         );
-        let printed = line("payments", &HeaderMap::new(), br#"{"id":1}"#, at(0, 0));
+        let printed = value(&line(
+            "payments",
+            &HeaderMap::new(),
+            br#"{"id":1}"#,
+            at(0, 0),
+        ));
         assert_eq!(printed["payload"], json!({"id": 1}));
         assert_eq!(printed["headers"], json!({}));
         assert!(
             printed.get("headers_base64").is_none() && printed.get("payload_base64").is_none(),
             "{printed:?}"
         );
+    }
+
+    /// What a `Value` would change, the line keeps: duplicate keys, numbers past `u64` and
+    /// `f64`, key order, spacing. Line breaks between tokens go, and the value's own text is
+    /// what remains; what is not one JSON value in UTF-8 is base64.
+    #[test]
+    fn a_json_payload_is_printed_as_its_own_text() {
+        let payload_of = |payload: &[u8]| {
+            let printed = line("n", &HeaderMap::new(), payload, at(0, 0)).to_string();
+            let (_, rest) = printed.split_once(r#""payload":"#).expect(&printed);
+            rest.strip_suffix('}').unwrap().to_owned()
+        };
+        for (payload, printed) in [
+            (&br#"{"id":1,"id":2}"#[..], r#"{"id":1,"id":2}"#),
+            (
+                br#"{"n":123456789012345678901234567890}"#,
+                r#"{"n":123456789012345678901234567890}"#,
+            ),
+            (
+                br#"{"x":1e400, "z":0.1000000000000000055511151231257827}"#,
+                r#"{"x":1e400, "z":0.1000000000000000055511151231257827}"#,
+            ),
+            (br#"{"b":1,"a":2}"#, r#"{"b":1,"a":2}"#),
+            (b"{\r\n  \"a\": [1,\n 2]\n}\n", r#"{  "a": [1, 2]}"#),
+            (br#"  "line\nbreak"  "#, r#""line\nbreak""#),
+            (b"18446744073709551616", "18446744073709551616"),
+        ] {
+            let text = String::from_utf8_lossy(payload);
+            assert_eq!(payload_of(payload), printed, "{text}");
+        }
+        for not_json in [
+            &b""[..],
+            b"{",
+            b"1 2",
+            b"{\"a\":\"\xff\"}",
+            b"\xef\xbb\xbf{}",
+        ] {
+            let printed = value(&line("n", &HeaderMap::new(), not_json, at(0, 0)));
+            assert!(printed.get("payload").is_none(), "{printed}");
+            assert_eq!(printed["payload_base64"], json!(super::base64(not_json)));
+        }
     }
 }

@@ -370,12 +370,24 @@ pub mod curve {
 
     use crate::Failure;
 
-    /// A public key given as its 40 Z85 characters, or as a certificate file.
+    /// A public key given as its 40 Z85 characters, or as a certificate file. Text of another
+    /// length that names no file was meant as a file, most likely: said so, with the path.
     pub fn public_key(given: &str) -> Result<CurvePublicKey, Failure> {
-        if Path::new(given).is_file() {
+        let path = Path::new(given);
+        if path.is_file() {
             return Ok(CurvePublicKey::from_file(given)?);
         }
-        Ok(CurvePublicKey::from_z85(given)?)
+        if given.trim().chars().count() == 40 {
+            return Ok(CurvePublicKey::from_z85(given)?);
+        }
+        Err(Failure::Failed(if path.exists() {
+            format!("{given} is not a file: give a certificate file, or a key (40 Z85 characters)")
+        } else {
+            format!(
+                "{given}: no such file (and not a key, which is 40 Z85 characters): give the \
+                 path of a public certificate (`zmqs keys new` writes NAME.key)"
+            )
+        }))
     }
 
     /// Every client key the `--curve-allow` values name; a directory gives each `.key` file in

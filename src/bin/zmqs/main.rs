@@ -71,11 +71,21 @@ impl Failure {
 
 impl From<ruststream_zmq::ZmqError> for Failure {
     fn from(err: ruststream_zmq::ZmqError) -> Self {
-        Self::Failed(err.to_string())
+        use ruststream_zmq::ZmqError::{InvalidHeader, UnsupportedEndpoint};
+        match err {
+            // The command line gave them: an address no socket takes, a header no frame carries.
+            UnsupportedEndpoint { .. } | InvalidHeader { .. } => Self::Usage(err.to_string()),
+            err => Self::Failed(err.to_string()),
+        }
     }
 }
 
-/// A duration as an operator types it: `500ms`, `10s`, `2m`, or a number of seconds.
+/// The longest duration a flag takes: a year. Far past any wait an operator means, and far
+/// short of where a deadline (now + the duration) would overflow the clock.
+pub const LONGEST: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// A duration as an operator types it: `500ms`, `10s`, `2m`, or a number of seconds; at most
+/// [`LONGEST`].
 pub fn duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -92,7 +102,33 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         "h" => number * 3600.0,
         _ => return Err(format!("`{unit}` is not a unit: use ms, s, m or h")),
     };
-    Duration::try_from_secs_f64(seconds).map_err(|err| format!("`{text}`: {err}"))
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(duration) if duration <= LONGEST => Ok(duration),
+        _ => Err(format!(
+            "`{text}` is longer than zmqs waits: at most 8760h (a year)"
+        )),
+    }
+}
+
+/// A count flag: 1 or more, as `--count 0` would wait for a peer to do nothing.
+pub fn at_least_one<T>() -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::<T>::new().range(1..)
+}
+
+/// `--rate`: messages a second, from one every 1,000 s (0.001) up; the spacing of messages
+/// it makes is then a duration the clock can add.
+pub fn rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate >= 0.001 => Ok(rate),
+        Ok(_) => Err(format!(
+            "`{text}` is out of range: a number of messages a second, 0.001 or more"
+        )),
+        Err(_) => Err(format!("`{text}` is not a number of messages a second")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -138,7 +174,7 @@ fn main() -> ExitCode {
 mod tests {
     use std::time::Duration;
 
-    use super::duration;
+    use super::{LONGEST, duration, rate};
 
     #[test]
     fn a_duration_reads_each_unit_and_decimals() {
@@ -176,8 +212,23 @@ mod tests {
             let err = duration(text).expect_err(text);
             assert!(err.starts_with(says), "{text:?}: {err}");
         }
-        // A number of seconds no `Duration` holds.
-        let huge = "9".repeat(30);
-        assert!(duration(&huge).is_err(), "{huge}");
+        // A number of seconds no `Duration` holds, and one it holds that no deadline does.
+        for huge in ["9".repeat(30), "5000000000000000h".into(), "8761h".into()] {
+            let err = duration(&huge).expect_err(&huge);
+            assert!(err.ends_with("at most 8760h (a year)"), "{huge}: {err}");
+        }
+        assert_eq!(duration("8760h"), Ok(LONGEST));
+    }
+
+    #[test]
+    fn a_rate_is_a_finite_number_from_one_message_in_1000_s_up() {
+        for (text, expected) in [("0.001", 0.001), ("200", 200.0), ("1e9", 1e9)] {
+            assert_eq!(rate(text), Ok(expected), "{text}");
+        }
+        for text in ["0", "-1", "0.0009", "1e-300", "inf", "NaN", "1e999"] {
+            let err = rate(text).expect_err(text);
+            assert!(err.contains("out of range"), "{text}: {err}");
+        }
+        assert!(rate("ten").unwrap_err().contains("not a number"));
     }
 }

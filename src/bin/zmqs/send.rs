@@ -38,6 +38,11 @@ pub struct Send {
     #[arg(long)]
     lines: bool,
 
+    /// Send the payload's bytes as they are; without it a payload must be JSON (each line's,
+    /// with --lines), as the crate's services read it
+    #[arg(long)]
+    raw: bool,
+
     /// A header, as name=value; repeat it for more
     #[arg(long = "header", short = 'H', value_name = "NAME=VALUE")]
     headers: Vec<String>,
@@ -46,12 +51,13 @@ pub struct Send {
     #[arg(long)]
     fanout: bool,
 
-    /// Send the messages this many times
-    #[arg(long, short = 'n', default_value_t = 1)]
+    /// Send the messages this many times (1 or more)
+    #[arg(long, short = 'n', default_value_t = 1, value_parser = crate::at_least_one::<u64>())]
     count: u64,
 
-    /// At most this many messages a second [default: as fast as the peer takes them]
-    #[arg(long)]
+    /// At most this many messages a second, 0.001 or more [default: as fast as the peer takes
+    /// them]
+    #[arg(long, value_parser = crate::rate)]
     rate: Option<f64>,
 
     /// How long to wait for a peer, and for each send
@@ -78,7 +84,7 @@ pub struct Send {
 
 impl Send {
     pub async fn run(self) -> Result<(), Failure> {
-        let payloads = self.payloads()?;
+        // The command line is checked before stdin is read.
         let headers = headers(&self.headers)?;
         // The crate's own encoder says whether the name and headers can be sent, before any
         // socket is opened.
@@ -90,14 +96,7 @@ impl Send {
                 self.name
             )));
         }
-        if self
-            .rate
-            .is_some_and(|rate| !(rate > 0.0 && rate.is_finite()))
-        {
-            return Err(Failure::Usage(
-                "--rate is a number of messages a second above 0".into(),
-            ));
-        }
+        let payloads = self.payloads()?;
         if self.fanout {
             self.send::<FanoutKind>(&payloads, &headers).await
         } else {
@@ -155,7 +154,11 @@ impl Send {
         for _ in 0..self.count {
             for payload in payloads {
                 if let Some(rate) = self.rate {
-                    tokio::time::sleep_until((started + due(sent, rate)).into()).await;
+                    match due(sent, rate).and_then(|due| started.checked_add(due)) {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        // Due past what the clock holds: after more messages than a run sends.
+                        None => std::future::pending().await,
+                    }
                 }
                 let message = OutgoingMessage::assembled(
                     self.name.as_str(),
@@ -186,6 +189,9 @@ impl Send {
     fn payloads(&self) -> Result<Vec<Bytes>, Failure> {
         let read = read_payload(self.file.as_deref(), self.payload.as_deref())?;
         if !self.lines {
+            if !self.raw {
+                json_payload(&read, "the payload")?;
+            }
             return Ok(vec![Bytes::from(read)]);
         }
         let lines: Vec<Bytes> = read
@@ -196,6 +202,11 @@ impl Send {
             .collect();
         if lines.is_empty() {
             return Err(Failure::Usage("--lines: the payload has no lines".into()));
+        }
+        if !self.raw {
+            for (n, line) in lines.iter().enumerate() {
+                json_payload(line, &format!("message {} of --lines", n + 1))?;
+            }
         }
         Ok(lines)
     }
@@ -217,7 +228,20 @@ pub fn read_payload(file: Option<&Path>, argument: Option<&str>) -> Result<Vec<u
     }
 }
 
-/// `-H name=value` options as a header map.
+/// Refuses a payload that is not JSON: a service of the crate decodes JSON, and drops what is
+/// not (`send` would exit 0 and `ask` wait out its timeout).
+pub fn json_payload(payload: &[u8], what: &str) -> Result<(), Failure> {
+    match serde_json::from_slice::<&serde_json::value::RawValue>(payload) {
+        Ok(_) => Ok(()),
+        Err(err) => Err(Failure::Usage(format!(
+            "{what} is not JSON ({err}): the services of this crate read JSON; --raw sends \
+             the bytes as they are"
+        ))),
+    }
+}
+
+/// `-H name=value` options as a header map: each name a token (as HTTP's: no space, no
+/// separator), none the crate or the framework sets, none given twice.
 pub fn headers(given: &[String]) -> Result<HeaderMap, Failure> {
     let mut headers = HeaderMap::new();
     for each in given {
@@ -226,15 +250,46 @@ pub fn headers(given: &[String]) -> Result<HeaderMap, Failure> {
                 "header `{each}` has no `=`: write -H name=value"
             )));
         };
-        headers.insert(name.trim().to_owned(), Bytes::from(value.to_owned()));
+        let name = name.trim();
+        header_name(name).map_err(Failure::Usage)?;
+        if headers.get(name).is_some() {
+            return Err(Failure::Usage(format!(
+                "header `{name}` is given twice: a message carries one value a name"
+            )));
+        }
+        headers.insert(name.to_owned(), Bytes::from(value.to_owned()));
     }
     Ok(headers)
 }
 
+/// Whether `-H` may set a header of this name.
+fn header_name(name: &str) -> Result<(), String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(format!(
+            "header name `{name}` is not a token: letters, digits and !#$%&'*+-.^_`|~ only, \
+             no space"
+        ));
+    }
+    let lower = name.to_ascii_lowercase();
+    let owner = if lower.starts_with("x-ruststream-") {
+        // The framework's namespace: `x-ruststream-retry-count` counts a message's attempts,
+        // and a forged one moves a service past its retry cap.
+        "the framework's: it counts a message's attempts (retries, the dead letter)"
+    } else if lower == wire::REPLY_TO {
+        "the crate's: a responder sets it to the requester's address"
+    } else if lower == wire::CORRELATION_ID {
+        "the crate's: it matches an answer to its request"
+    } else {
+        return Ok(());
+    };
+    Err(format!("header `{name}` is {owner}; -H cannot set it"))
+}
+
 /// When the message after `sent` others is due under `--rate rate`, from the first one's
 /// start: the n-th at n / rate seconds, so a send that took long does not push back the rest.
-fn due(sent: u64, rate: f64) -> Duration {
-    Duration::from_secs_f64(sent as f64 / rate)
+fn due(sent: u64, rate: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(sent as f64 / rate).ok()
 }
 
 /// A line for stderr each second of a run longer than one, and a summary at the end of such a
@@ -306,8 +361,13 @@ mod tests {
             (1000, 1000.0, ms(1000)),
             (2, 8.0, ms(250)),
         ] {
-            assert_eq!(due(sent, rate), expected, "message {sent} at {rate}/s");
+            assert_eq!(
+                due(sent, rate),
+                Some(expected),
+                "message {sent} at {rate}/s"
+            );
         }
+        assert_eq!(due(u64::MAX, 0.001), None, "past what a `Duration` holds");
     }
 
     #[test]

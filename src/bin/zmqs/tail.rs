@@ -20,7 +20,8 @@ use crate::{
 /// Print each message of a queue (PULL), or of a fan-out prefix with --fanout (SUB), as a JSON
 /// line
 ///
-/// Each line: {"name", "headers", "payload" (JSON) or "payload_base64", "arrived"}. A message
+/// Each line: {"name", "headers", "payload" (its JSON text as it arrived) or "payload_base64",
+/// "arrived"}. A message
 /// whose headers are not UTF-8 is refused, with a warning on stderr, and prints no line.
 #[derive(Args)]
 #[command(after_help = EXIT_STATUSES)]
@@ -35,8 +36,8 @@ pub struct Tail {
     #[arg(long)]
     fanout: bool,
 
-    /// Stop after this many messages
-    #[arg(long, short = 'n')]
+    /// Stop after this many messages (1 or more)
+    #[arg(long, short = 'n', value_parser = crate::at_least_one::<u64>())]
     count: Option<u64>,
 
     /// Stop after this long in all [default: never]
@@ -108,10 +109,7 @@ impl Tail {
                 _ = &mut interrupted => return Ok(()),
             };
             let line = lines::message(&message, SystemTime::now());
-            let written = serde_json::to_writer(&mut stdout, &line)
-                .map_err(std::io::Error::from)
-                .and_then(|()| stdout.write_all(b"\n"))
-                .and_then(|()| stdout.flush());
+            let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
             if let Err(err) = written {
                 // A closed pipe (`| head`) is the reader saying it has enough.
                 if err.kind() == std::io::ErrorKind::BrokenPipe {
