@@ -99,8 +99,9 @@ pub(crate) struct Options {
     keys: Arc<Keys>,
 }
 
-/// One libzmq context for the process: its I/O thread serves every socket. Made once the
-/// routing ids a ROUTER gives anonymous peers start where no peer can foresee.
+/// One libzmq context for the process: its I/O thread serves every socket. Made once C's
+/// `rand()` is seeded, so that the routing ids a ROUTER gives anonymous peers start where a
+/// blind peer cannot foresee (`seed.rs`; a peer that reads its own id still can).
 pub(super) static CONTEXT: LazyLock<zmq::Context> = LazyLock::new(|| {
     seed::seed_routing_ids();
     zmq::Context::new()
