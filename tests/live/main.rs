@@ -63,6 +63,7 @@ mod on_zeromq {
     mod queue_wire;
     mod read_ahead;
     mod readiness;
+    mod readiness_handshake;
     mod requester;
     mod rpc;
     mod start_live;
@@ -112,6 +113,9 @@ mod on_libzmq {
     mod queue_wire;
     mod read_ahead;
     mod readiness;
+    mod readiness_handshake;
+    // CURVE is libzmq's and omq's.
+    mod readiness_under_curve;
     mod requester;
     mod rpc;
     mod start_live;
@@ -160,6 +164,9 @@ mod on_omq {
     mod queue_wire;
     mod read_ahead;
     mod readiness;
+    mod readiness_handshake;
+    // CURVE is libzmq's and omq's.
+    mod readiness_under_curve;
     mod requester;
     mod rpc;
     mod start_live;
