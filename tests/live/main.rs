@@ -13,6 +13,9 @@ mod backend;
 mod memory;
 mod support;
 
+// The README's first service and the examples, once: they take no backend of the suite's.
+mod examples;
+
 // Brokers of both backends in one process, against each other.
 #[cfg(all(feature = "zeromq", feature = "libzmq"))]
 mod both_backends;
@@ -55,6 +58,7 @@ mod on_zeromq {
     mod fanout;
     mod fleet;
     mod keyed;
+    mod listening_at_start;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
@@ -97,6 +101,8 @@ mod on_libzmq {
     mod batches;
     mod closed;
     mod context;
+    // CURVE is libzmq's and omq's: the `zeromq` copy has no CURVE broker to refuse.
+    mod curve_copies_at_start;
     mod demo;
     mod dropped_broker;
     mod exposure;
@@ -105,6 +111,7 @@ mod on_libzmq {
     mod fanout;
     mod fleet;
     mod keyed;
+    mod listening_at_start;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
@@ -149,6 +156,7 @@ mod on_omq {
     mod batches;
     mod closed;
     mod context;
+    mod curve_copies_at_start;
     mod demo;
     mod dropped_broker;
     mod exposure;
@@ -156,6 +164,7 @@ mod on_omq {
     mod fanout;
     mod fleet;
     mod keyed;
+    mod listening_at_start;
     mod loop_back;
     #[cfg(feature = "metrics")]
     mod metrics;
