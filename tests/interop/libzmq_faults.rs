@@ -442,9 +442,14 @@ async fn a_requester_that_reads_its_routing_id_and_claims_the_next_aborts_the_pr
         end.stderr.contains("Assertion failed"),
         "aborted by something other than libzmq's assertion: {shown}"
     );
-    assert!(
-        !end.stdout.contains("\"id\":3"),
-        "the anonymous requester was answered: {shown}"
+    println!(
+        "the requester's id {own:02x?}, the claim {claimed:02x?}: the responder's process ended \
+         with {:?}; {}",
+        end.status,
+        end.stderr
+            .lines()
+            .find(|line| line.contains("Assertion failed"))
+            .unwrap_or_default()
     );
     drop((first, claimant, anonymous));
 }
