@@ -1074,6 +1074,11 @@ async fn flood_in_a_process_of_its_own() {
     let flood = flood(&address, &server.public()).await;
     println!("the flood: {flood:?}");
     assert_eq!(flood.admitted, 0, "a client of a new key got in");
+    assert_eq!(
+        flood.refused + flood.unfinished,
+        flood.opened,
+        "every client accounted for"
+    );
     refused(&monitor, flood.refused, "every refused handshake counted").await;
     let lines = log_lines(&[" WARN ", &endpoint]);
     // Read after the lines: whatever was written, it was within this span.

@@ -9,7 +9,7 @@
 //! knows a server's key while no handler is bound (ZeroMQ's "Stonehouse" fallback; the option
 //! that would refuse instead, `ZMQ_ZAP_ENFORCE_DOMAIN`, is a draft one that stable libzmq builds
 //! lack). A signal that interrupts its wait is resumed. Anything else that stops it (its socket
-//! fails, its thread panics: a tracing layer, say) aborts the process, after an ERROR naming the
+//! fails, its thread panics) aborts the process, after an ERROR naming the
 //! endpoints that relied on it, without ever unbinding the handler: there is no moment when a
 //! client off a list is admitted.
 //!
@@ -88,7 +88,10 @@ static WRITER: LazyLock<Option<SyncSender<Warning>>> = LazyLock::new(|| {
                 line,
             } in warnings
             {
-                warn_refused(&endpoint, &peer, &key, line);
+                // A log layer that panics loses its line, never the lines after it.
+                let _ = catch_unwind(AssertUnwindSafe(|| {
+                    warn_refused(&endpoint, &peer, &key, line);
+                }));
             }
         })
         .ok()
