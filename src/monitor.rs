@@ -100,8 +100,9 @@ impl ZmqMonitor {
             .sum()
     }
 
-    /// How many peer connections the broker's sockets have open now, all together: a gauge
-    /// for readiness (a dialing service is connected once it is above zero).
+    /// How many peer connections the broker's sockets have open now, all together, each counted
+    /// once its handshake succeeded, not at TCP connect or accept: a gauge for readiness (a
+    /// dialing service has its peer once it is above zero).
     #[must_use]
     pub fn peers_connected(&self) -> u64 {
         self.inner.peers_connected.load(Ordering::Relaxed)
@@ -113,8 +114,8 @@ impl ZmqMonitor {
         self.inner.reconnects.load(Ordering::Relaxed)
     }
 
-    /// How many peer connections the broker's sockets have made in all, reconnections counted:
-    /// the peers it has seen.
+    /// How many peer connections the broker's sockets have made in all, reconnections counted,
+    /// each once its handshake succeeded: the peers it has seen.
     #[must_use]
     pub fn peers_seen(&self) -> u64 {
         self.inner.peers_seen.load(Ordering::Relaxed)
@@ -189,7 +190,8 @@ impl ZmqMonitor {
     }
 
     /// How many connections failed their handshake: a peer that spoke no ZMTP, or whose
-    /// credentials were refused (libzmq backend). Each is also a peer lost.
+    /// credentials were refused (libzmq and omq backends): every one an allow-list refused, a
+    /// flood of them included. On libzmq each is also a peer lost.
     #[must_use]
     pub fn peers_refused(&self) -> u64 {
         self.inner.peers_refused.load(Ordering::Relaxed)

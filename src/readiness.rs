@@ -52,8 +52,10 @@ impl Readiness {
         }
     }
 
-    /// Ready only while the broker `monitor` watches has a peer connected: for a broker that
-    /// dials, or a bound one that is useless until a peer dials in.
+    /// Ready only while the broker `monitor` watches has a peer connected, counted once its
+    /// handshake succeeded (a listener that accepts and says nothing, or a CURVE peer of another
+    /// key, is none): for a broker that dials, or a bound one that is useless until a peer dials
+    /// in.
     #[must_use]
     pub fn needs_peer(mut self, monitor: ZmqMonitor) -> Self {
         self.peers.push(monitor);
