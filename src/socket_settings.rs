@@ -26,9 +26,11 @@ use crate::{
 
 impl<P: Pattern, S: Side, B: Backend<Config = Config>> ZmqBroker<P, S, B> {
     /// How many messages a socket queues for one peer, each way, before that peer counts as
-    /// not reading (the high-water marks). A peer's queue holds at most this many messages
-    /// of at most [`WireLimits::max_message_bytes`] each; by default as many as fit in 64 MiB
-    /// (1,000 of the default 64 KiB; 64 of 1 MiB), and at most 1,000. A requester with more
+    /// not reading (the high-water marks). A peer's queue holds at most this many messages;
+    /// by default as many of [`WireLimits::max_message_bytes`] as fit in 64 MiB (1,000 of the
+    /// default 64 KiB; 64 of 1 MiB), and at most 1,000. libzmq applies that limit to each
+    /// frame and counts no frames, so there the queue bounds messages, not bytes
+    /// ([`guide::security`](crate::guide::security)). A requester with more
     /// requests in flight than half its responder's queue may see answers dropped as not read.
     /// omq's queues hold a power of two: it rounds the queue up to one (1,000 to 1,024).
     /// What a full peer gets depends on the pattern: see [`guide::backpressure`](crate::guide::backpressure).
@@ -36,7 +38,7 @@ impl<P: Pattern, S: Side, B: Backend<Config = Config>> ZmqBroker<P, S, B> {
     /// ```
     /// use ruststream_zmq::{ZmqEndpoint, libzmq::ZmqQueue};
     ///
-    /// // Small messages, a deep queue: 10,000 of at most 4 KiB, 40 MiB a peer each way.
+    /// // Small messages, a deep queue: 10,000 of at most 4 KiB a peer each way.
     /// let queue = ZmqQueue::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
     ///     .limits(ruststream_zmq::WireLimits::default().max_message_bytes(4 << 10))
     ///     .peer_queue(10_000);
