@@ -772,24 +772,167 @@ async fn tail_timeout_without_count_ends_with_0_after_messages_and_with_3_after_
     assert_eq!(ran.stdout, "", "{ran:?}");
 }
 
-/// Ctrl-C is how a tail without `--count` or `--timeout` ends: status 0, not a death by signal.
+/// Ctrl-C ends a tail as it ends every command: status 130 (as a shell reports a command
+/// Ctrl-C ended), saying how many it printed, of how many `--count` asked for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tail_stops_on_ctrl_c_with_status_0() {
+async fn tail_stops_on_ctrl_c_with_status_130_saying_how_many_it_printed() {
     logs();
-    let mut tail = Running::start(&["tail", "tcp://127.0.0.1:0", "payments", "--bind"]);
-    let address = tail.listening().await;
-    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
-    push.send_json(json!({"id": 1})).await;
-    // A printed line: it reads, and waits on the next message with Ctrl-C in hand.
+    for (count, says) in [
+        (None, "zmqs: interrupted after 1 message\n"),
+        (Some("5"), "zmqs: interrupted after 1 of 5 messages\n"),
+    ] {
+        let mut args = vec!["tail", "tcp://127.0.0.1:0", "payments", "--bind"];
+        if let Some(count) = count {
+            args.extend(["--count", count]);
+        }
+        let mut tail = Running::start(&args);
+        let address = tail.listening().await;
+        let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+        push.send_json(json!({"id": 1})).await;
+        // A printed line: it reads, and waits on the next message with Ctrl-C in hand.
+        assert_eq!(
+            tail.expect_line("the message").await["payload"],
+            json!({"id": 1})
+        );
+        tail.interrupt();
+        let rest = tail.rest_of_stdout().await;
+        let (status, stderr) = tail.finish().await;
+        assert_eq!(status.code(), Some(130), "{status:?}: {stderr}");
+        assert!(stderr.ends_with(says), "{stderr}");
+        assert_eq!(rest, Vec::<Value>::new());
+    }
+}
+
+/// Ctrl-C during a `send` run: status 130, saying how many of the run's messages went.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_stops_on_ctrl_c_with_status_130_saying_how_many_it_sent() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let sending = Running::start(&[
+        "send",
+        &pull.endpoint.clone(),
+        "payments",
+        "{}",
+        "--count",
+        "1000",
+        "--rate",
+        "20",
+    ]);
+    pull.expect("message 1").await;
+    pull.expect("message 2").await;
+    sending.interrupt();
+    let (status, stderr) = sending.finish().await;
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let sent: u64 = stderr
+        .split("zmqs: interrupted after ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" of 1000 messages\n"))
+        .unwrap_or_else(|| panic!("no count on stderr:\n{stderr}"))
+        .parse()
+        .unwrap();
+    let mut received = 2;
+    while pull.recv(Duration::from_millis(300)).await.is_some() {
+        received += 1;
+    }
+    assert!((2..1000).contains(&sent), "{stderr}");
+    assert_eq!(received, sent, "the count is what the peer got");
+}
+
+/// Ctrl-C before anything is counted (a bound `send` waiting for its peer) ends with 130 too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_waiting_for_its_peer_stops_on_ctrl_c_with_status_130() {
+    logs();
+    let sending = Running::start(&[
+        "send",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "{}",
+        "--bind",
+        "--timeout",
+        "60s",
+    ]);
+    sending.listening().await;
+    sending.interrupt();
+    let (status, stderr) = sending.finish().await;
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.ends_with("zmqs: interrupted\n"), "{stderr}");
+}
+
+/// Ctrl-C during an `ask --count` run prints the summary of what was answered, with the
+/// requests left unfinished, then ends with 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_count_stops_on_ctrl_c_with_its_summary_and_status_130() {
+    logs();
+    let mut router = PyPeer::bind("ROUTER", "tcp://127.0.0.1:*", json!({})).await;
+    let mut asking = Running::start(&[
+        "ask",
+        &router.endpoint.clone(),
+        "quotes",
+        r#"{"id":1}"#,
+        "--count",
+        "5",
+        "--timeout",
+        "60s",
+    ]);
+    let first = router.expect("request 1").await;
+    answer(&mut router, &first).await;
+    router.expect("request 2, left waiting").await;
+    asking.interrupt();
+    let summary = asking.expect_line("the summary").await;
+    let (status, stderr) = asking.finish().await;
+    assert_eq!(status.code(), Some(130), "{summary} {stderr}");
     assert_eq!(
-        tail.expect_line("the message").await["payload"],
-        json!({"id": 1})
+        (
+            &summary["answered"],
+            &summary["failed"],
+            &summary["unfinished"]
+        ),
+        (&json!(1), &json!(0), &json!(4)),
+        "{summary}"
     );
-    tail.interrupt();
-    let rest = tail.rest_of_stdout().await;
-    let (status, stderr) = tail.finish().await;
-    assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
-    assert_eq!(rest, Vec::<Value>::new());
+    assert!(
+        stderr.ends_with("zmqs: interrupted after 1 of 5 requests were answered\n"),
+        "{stderr}"
+    );
+}
+
+/// `send` with no payload reads stdin; at a terminal it says so, and what ends the payload,
+/// rather than wait in silence. A pseudo-terminal made by Python stands for the user's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_reading_a_terminal_says_it_waits_for_the_payload_and_sends_what_is_typed() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    const TYPIST: &str = r#"import os, pty, subprocess, sys
+main, tty = pty.openpty()
+child = subprocess.Popen(sys.argv[1:], stdin=tty, stderr=subprocess.PIPE)
+os.close(tty)
+said = child.stderr.readline()
+os.write(main, b'{"typed": 1}\n\x04')
+rest = child.stderr.read()
+print(child.wait(), repr(said + rest))
+"#;
+    let out = tokio::process::Command::new(python())
+        .args([
+            "-c",
+            TYPIST,
+            ZMQS,
+            "send",
+            &pull.endpoint.clone(),
+            "payments",
+        ])
+        .args(["--backend", BACKEND.name()])
+        .output()
+        .await
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed
+            .starts_with("0 b'zmqs: reading the payload from the terminal: type it, then Ctrl-D"),
+        "{printed} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let received = pull.expect("the typed payload").await;
+    assert_eq!(received.frames.last().unwrap(), b"{\"typed\": 1}\n");
 }
 
 /// `zmqs tail ... | head -n 1`: the reader closes the pipe once it has its line, and the tail

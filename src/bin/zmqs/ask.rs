@@ -123,7 +123,7 @@ impl Ask {
     ) -> Result<(), Failure> {
         let headers = Arc::new(headers);
         let started = Instant::now();
-        let mut results: Vec<Result<Duration, Failure>> = futures::stream::iter(0..self.count)
+        let answers = futures::stream::iter(0..self.count)
             .map(|_| {
                 let headers = HeaderMap::clone(&headers);
                 let payload = payload.clone();
@@ -134,9 +134,22 @@ impl Ask {
                         .map(|_| asked.elapsed())
                 }
             })
-            .buffer_unordered(self.in_flight)
-            .collect()
-            .await;
+            .buffer_unordered(self.in_flight);
+        let mut answers = std::pin::pin!(answers);
+        let mut results: Vec<Result<Duration, Failure>> = Vec::new();
+        let interrupted = crate::interrupted();
+        let mut interrupted = std::pin::pin!(interrupted);
+        // Ctrl-C ends the run with the summary of what was answered by then.
+        let stopped = loop {
+            tokio::select! {
+                biased;
+                _ = &mut interrupted => break true,
+                next = answers.next() => match next {
+                    Some(result) => results.push(result),
+                    None => break false,
+                },
+            }
+        };
         let elapsed = started.elapsed();
         let mut round_trips: Vec<Duration> = results
             .iter()
@@ -148,7 +161,7 @@ impl Ask {
             let at = ((round_trips.len() as f64 * p).ceil() as usize).clamp(1, round_trips.len());
             millis(round_trips[at - 1])
         };
-        let summary = if round_trips.is_empty() {
+        let mut summary = if round_trips.is_empty() {
             json!({"requests": self.count, "in_flight": self.in_flight, "answered": 0, "failed": failed})
         } else {
             json!({
@@ -161,7 +174,17 @@ impl Ask {
                 "per_second": (round_trips.len() as f64 / elapsed.as_secs_f64()).round(),
             })
         };
+        if stopped {
+            summary["unfinished"] = json!(self.count - results.len() as u64);
+        }
         println!("{summary}");
+        if stopped {
+            return Err(Failure::Interrupted(format!(
+                "interrupted after {} of {} requests were answered",
+                round_trips.len(),
+                self.count
+            )));
+        }
         match results.iter_mut().find_map(|result| result.as_ref().err()) {
             None => Ok(()),
             Some(Failure::TimedOut(why)) => Err(Failure::TimedOut(format!(

@@ -20,7 +20,8 @@ Exit status:
   1  failed: a bind, a connection, a send, a file, a key (the message says which)
   2  the command line is wrong
   3  timed out: no peer, no answer, or fewer messages than --count
-  4  not in this build: CURVE, keys and --backend libzmq need the `libzmq` feature";
+  4  not in this build: CURVE, keys and --backend libzmq need the `libzmq` feature
+130  interrupted (Ctrl-C), after saying what was done";
 
 /// Send to, read from and ask services of ruststream-zmq; make CURVE keys.
 #[derive(Parser)]
@@ -50,6 +51,9 @@ pub enum Failure {
     TimedOut(String),
     /// 4: this binary was built without what the command needs.
     NotBuilt(String),
+    /// 130 (128 + SIGINT, as a shell reports a command Ctrl-C ended): interrupted, with what
+    /// was done by then.
+    Interrupted(String),
 }
 
 impl Failure {
@@ -59,12 +63,17 @@ impl Failure {
             Self::Usage(_) => 2,
             Self::TimedOut(_) => 3,
             Self::NotBuilt(_) => 4,
+            Self::Interrupted(_) => 130,
         }
     }
 
     fn message(&self) -> &str {
         match self {
-            Self::Failed(m) | Self::Usage(m) | Self::TimedOut(m) | Self::NotBuilt(m) => m,
+            Self::Failed(m)
+            | Self::Usage(m)
+            | Self::TimedOut(m)
+            | Self::NotBuilt(m)
+            | Self::Interrupted(m) => m,
         }
     }
 }
@@ -77,6 +86,66 @@ impl From<ruststream_zmq::ZmqError> for Failure {
             UnsupportedEndpoint { .. } | InvalidHeader { .. } => Self::Usage(err.to_string()),
             err => Self::Failed(err.to_string()),
         }
+    }
+}
+
+/// Ctrl-C, heard once by the process (`main` listens) and told to every part that waits on it:
+/// one signal, so what a command says of its progress and `main`'s own answer are woken
+/// together, and the command, polled first, is the one that answers.
+static INTERRUPT: std::sync::OnceLock<(
+    tokio::sync::watch::Sender<bool>,
+    tokio::sync::watch::Receiver<bool>,
+)> = std::sync::OnceLock::new();
+
+/// How many of a command's own Ctrl-C listeners are waiting, and whether one answered: while
+/// either holds, `main` leaves the answer (with its count) to the command, even while the
+/// command closes its sockets.
+static LISTENING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static ANSWERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// One waiting listener, counted in [`LISTENING`] while it lives.
+struct Listening;
+
+impl Listening {
+    fn new() -> Self {
+        LISTENING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        LISTENING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Resolves once Ctrl-C was pressed (at once if it was already), for a command that answers it
+/// with what it has done.
+pub async fn interrupted() {
+    let _listening = Listening::new();
+    heard().await;
+    ANSWERED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Resolves once Ctrl-C was pressed.
+async fn heard() {
+    let mut heard = INTERRUPT
+        .get_or_init(|| tokio::sync::watch::channel(false))
+        .1
+        .clone();
+    if heard.wait_for(|heard| *heard).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Resolves once Ctrl-C was pressed where no command listens for it.
+async fn unanswered() {
+    heard().await;
+    // Woken with the command's listener, or before it: either way the command answers.
+    if ANSWERED.load(std::sync::atomic::Ordering::SeqCst)
+        || LISTENING.load(std::sync::atomic::Ordering::SeqCst) > 0
+    {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -152,11 +221,26 @@ fn main() -> ExitCode {
         }
     };
     let done = runtime.block_on(async {
-        match cli.command {
-            Command::Send(command) => command.run().await,
-            Command::Tail(command) => command.run().await,
-            Command::Ask(command) => command.run().await,
-            Command::Keys(command) => command.run(),
+        let command = async {
+            match cli.command {
+                Command::Send(command) => command.run().await,
+                Command::Tail(command) => command.run().await,
+                Command::Ask(command) => command.run().await,
+                Command::Keys(command) => command.run(),
+            }
+        };
+        // Ctrl-C anywhere ends with 130. A command that has counted something waits on the
+        // same signal and says its count: polled first, so its answer wins.
+        let (heard, _) = INTERRUPT.get_or_init(|| tokio::sync::watch::channel(false));
+        tokio::spawn(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                heard.send_replace(true);
+            }
+        });
+        tokio::select! {
+            biased;
+            done = command => done,
+            () = unanswered() => Err(Failure::Interrupted("interrupted".into())),
         }
     });
     // Sockets that still wait on a peer must not hold the exit up.

@@ -148,6 +148,27 @@ impl Send {
         }
         let publisher = link.publisher();
         let total = self.count.saturating_mul(payloads.len() as u64);
+        let sent = std::cell::Cell::new(0u64);
+        let sending = self.send_all(&publisher, payloads, headers, total, &sent);
+        tokio::select! {
+            biased;
+            done = sending => done,
+            () = crate::interrupted() => Err(Failure::Interrupted(format!(
+                "interrupted after {} of {total} messages",
+                sent.get()
+            ))),
+        }
+    }
+
+    /// Sends every message, counting in `counted` those that went.
+    async fn send_all(
+        &self,
+        publisher: &ruststream_zmq::ZmqPublisher,
+        payloads: &[Bytes],
+        headers: &HeaderMap,
+        total: u64,
+        counted: &std::cell::Cell<u64>,
+    ) -> Result<(), Failure> {
         let started = Instant::now();
         let mut progress = Progress::new(self.quiet, total, started);
         let mut sent = 0u64;
@@ -175,6 +196,7 @@ impl Send {
                     });
                 }
                 sent += 1;
+                counted.set(sent);
                 if let Some(line) = progress.tick(sent, Instant::now()) {
                     eprintln!("{line}");
                 }
@@ -219,6 +241,13 @@ pub fn read_payload(file: Option<&Path>, argument: Option<&str>) -> Result<Vec<u
             .map_err(|err| Failure::Failed(format!("reading {} failed: {err}", path.display()))),
         (None, Some(text)) if text != "-" => Ok(text.as_bytes().to_vec()),
         _ => {
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() {
+                eprintln!(
+                    "zmqs: reading the payload from the terminal: type it, then Ctrl-D on a line \
+                     of its own (or give it as an argument, --file, or through a pipe)"
+                );
+            }
             let mut bytes = Vec::new();
             std::io::stdin()
                 .read_to_end(&mut bytes)

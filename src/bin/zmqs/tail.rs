@@ -90,7 +90,7 @@ impl Tail {
         let mut stream = std::pin::pin!(subscriber.stream());
         let mut stdout = std::io::stdout().lock();
         let mut seen = 0u64;
-        let interrupted = tokio::signal::ctrl_c();
+        let interrupted = crate::interrupted();
         tokio::pin!(interrupted);
         while self.count.is_none_or(|count| seen < count) {
             let next = async {
@@ -106,7 +106,7 @@ impl Tail {
                     Some(None) => return Err(Failure::Failed("the subscription ended".into())),
                     None => return self.timed_out(seen),
                 },
-                _ = &mut interrupted => return Ok(()),
+                _ = &mut interrupted => return Err(self.interrupted(seen)),
             };
             let line = lines::message(&message, SystemTime::now());
             let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
@@ -120,6 +120,15 @@ impl Tail {
             seen += 1;
         }
         Ok(())
+    }
+
+    /// Ctrl-C: how many were printed, of how many asked for.
+    fn interrupted(&self, seen: u64) -> Failure {
+        Failure::Interrupted(match self.count {
+            Some(count) => format!("interrupted after {seen} of {count} messages"),
+            None if seen == 1 => "interrupted after 1 message".into(),
+            None => format!("interrupted after {seen} messages"),
+        })
     }
 
     /// `--timeout` passed: a failure when fewer than `--count` arrived, or none at all.
