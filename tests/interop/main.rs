@@ -38,6 +38,8 @@ mod on_zeromq {
     // The `zmqs` binary on this backend.
     #[cfg(feature = "cli")]
     mod cli;
+    #[cfg(all(feature = "cli", feature = "metrics"))]
+    mod cli_stat;
 
     // A message that never ends, held whole (omq cuts it: `on_omq::omq_faults`).
     mod endless_held;
@@ -71,6 +73,8 @@ mod on_libzmq {
     // The `zmqs` binary on this backend.
     #[cfg(feature = "cli")]
     mod cli;
+    #[cfg(all(feature = "cli", feature = "metrics"))]
+    mod cli_stat;
 
     mod curve;
     // The authentication handler's thread, libzmq's alone.

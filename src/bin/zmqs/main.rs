@@ -7,6 +7,7 @@ mod keys;
 mod lines;
 mod link;
 mod send;
+mod stat;
 mod tail;
 
 use std::{process::ExitCode, time::Duration};
@@ -38,6 +39,7 @@ enum Command {
     Ask(ask::Ask),
     #[command(subcommand)]
     Keys(keys::Keys),
+    Stat(stat::Stat),
 }
 
 /// Why a command stopped short, and the status a script reads.
@@ -227,6 +229,7 @@ fn main() -> ExitCode {
                 Command::Tail(command) => command.run().await,
                 Command::Ask(command) => command.run().await,
                 Command::Keys(command) => command.run(),
+                Command::Stat(command) => command.run().await,
             }
         };
         // Ctrl-C anywhere ends with 130. A command that has counted something waits on the
