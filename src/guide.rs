@@ -14,7 +14,7 @@
 //! | [`testing`] | `TestApp` in process; the framework's conformance suites |
 //! | [`across_hosts`] | a fleet over several hosts, and what each fault costs |
 //! | [`from_ruststream_zeromq`] | moving a service from `ruststream-zeromq` |
-//! | [`cli`] | `zmqs`: send, tail, ask and make CURVE keys from a shell |
+//! | [`cli`] | `zmqs`: send, tail, ask, watch a service's figures and make CURVE keys from a shell |
 
 #[doc = include_str!("../docs/patterns.md")]
 pub mod patterns {}
