@@ -38,7 +38,9 @@ fn gateway(payment: &Payment) -> Result<(), String> {
 static WAITING: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
 fn waiting() -> std::sync::MutexGuard<'static, BTreeSet<u64>> {
-    WAITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    WAITING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[subscriber("payments")]

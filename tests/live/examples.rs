@@ -288,7 +288,11 @@ fn strip_ansi(line: &str) -> String {
 fn run_example(name: &str, args: &[&str]) -> Running {
     let mut running = Running::start(Command::new(example_binary(name)).args(args));
     let (status, _) = running.end(Duration::from_secs(60));
-    assert!(status.success(), "{name} failed: {status:?}\n{}", running.output());
+    assert!(
+        status.success(),
+        "{name} failed: {status:?}\n{}",
+        running.output()
+    );
     running
 }
 
@@ -351,7 +355,10 @@ fn broadcast_ends_saying_how_many_ticks_each_subscriber_heard() {
         audited,
         "the audit's count is what it logged hearing\n{out}"
     );
-    assert!(rendered + busy <= published && audited <= published, "{out}");
+    assert!(
+        rendered + busy <= published && audited <= published,
+        "{out}"
+    );
 }
 
 /// The request-reply example's closing lines: four answers, each the quote its request asked
@@ -367,7 +374,12 @@ fn request_reply_ends_with_each_answer_under_its_own_correlation_id() {
         "{out}"
     );
     // The responder's price: 40 + the item's length, per unit; quantities 1 to 4.
-    let expected = [("lamp", 44), ("desk", 88), ("chair", 135), ("bookshelf", 196)];
+    let expected = [
+        ("lamp", 44),
+        ("desk", 88),
+        ("chair", 135),
+        ("bookshelf", 196),
+    ];
     let mut ids = BTreeSet::new();
     for (line, (item, total)) in last[1..].iter().zip(expected) {
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -427,10 +439,18 @@ fn testing_payments_tests_pass_as_its_header_says() {
         running.output()
     );
     let target = target_dir();
+    // This test's profile, as `example_binary` builds with: `target/debug` is `dev`.
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile = match exe.ancestors().nth(2).and_then(Path::file_name) {
+        Some(name) if name == "debug" => "dev".to_owned(),
+        Some(name) => name.to_string_lossy().into_owned(),
+        None => panic!("no profile directory above {}", exe.display()),
+    };
     let out = Command::new(env!("CARGO"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["test", "--quiet", "--example", "testing_payments"])
         .args(["--no-default-features", "--features", &features()])
+        .args(["--profile", &profile])
         .arg("--target-dir")
         .arg(&target)
         .output()
