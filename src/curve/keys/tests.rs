@@ -477,3 +477,55 @@ mod secret_material {
         assert!(std::ptr::eq(pair.secret(), clone.secret()));
     }
 }
+
+/// The owner and mode checked are those of the file read, not of whatever the path names a
+/// moment later: with a readable secret of another pair swapped in and out under the path,
+/// every read that passes gives the owner-only pair.
+#[cfg(unix)]
+#[test]
+fn a_secret_swapped_under_its_path_is_never_read_with_another_files_mode() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = scratch("swapped");
+    let (owner_only, readable) = (dir.join("owner-only"), dir.join("readable"));
+    file(&owner_only, &secret_text(), 0o600);
+    let other = format!(
+        "curve\n    public-key = \"{CLIENT_PUBLIC}\"\n    secret-key = \"{CLIENT_SECRET}\"\n"
+    );
+    file(&readable, &other, 0o644);
+    let path = dir.join("server.key_secret");
+    std::fs::hard_link(&owner_only, &path).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, dir, path) = (stop.clone(), dir.clone(), path.clone());
+        std::thread::spawn(move || {
+            // Each swap is a rename over the path: it always names one whole file.
+            while !stop.load(Ordering::Relaxed) {
+                for source in [&readable, &owner_only] {
+                    let staged = dir.join("staged");
+                    std::fs::hard_link(source, &staged).unwrap();
+                    std::fs::rename(&staged, &path).unwrap();
+                }
+            }
+        })
+    };
+    let (mut passed, mut refused, mut other_pair) = (0, 0, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while (passed < 3000 || refused < 3000) && std::time::Instant::now() < deadline {
+        match CurveKeyPair::from_file(&path) {
+            Ok(pair) if pair.public().to_z85() == PUBLIC => passed += 1,
+            Ok(_) => other_pair += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        other_pair, 0,
+        "reads of the 0644 file: {passed} passed, {refused} refused"
+    );
+    assert!(
+        passed > 0 && refused > 0,
+        "{passed} passed, {refused} refused"
+    );
+}
