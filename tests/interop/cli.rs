@@ -559,17 +559,11 @@ async fn tail_and_send_say_timed_out_with_status_3_and_a_bad_command_line_with_2
     .await;
     ran.failed_with(3, "0 of 2 messages arrived within 300ms");
 
-    // Nothing listens on port 1.
-    let ran = run(&[
-        "send",
-        "tcp://127.0.0.1:1",
-        "payments",
-        "{}",
-        "--timeout",
-        "300ms",
-    ])
-    .await;
-    ran.failed_with(3, "no peer answered at tcp://127.0.0.1:1");
+    // A listener that takes the connection and never speaks: no peer, and no cause to name.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent = format!("tcp://{}", silent.local_addr().unwrap());
+    let ran = run(&["send", &silent, "payments", "{}", "--timeout", "300ms"]).await;
+    ran.failed_with(3, &format!("no peer answered at {silent}"));
 
     let ran = run(&[
         "send",
@@ -1436,4 +1430,107 @@ async fn a_payload_that_is_not_json_is_refused_with_status_2_and_raw_sends_it() 
     assert_eq!(ran.code(), Some(0), "{ran:?}");
     let received = pull.expect("the raw message").await;
     assert_eq!(received.frames.last().unwrap(), b"not json");
+}
+
+/// A port nothing listens on: bound, then let go.
+async fn free_port() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    format!("tcp://{}", listener.local_addr().unwrap())
+}
+
+/// Nothing listens at the endpoint: each dialing command says the connection was refused
+/// (status 6), not that it timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialing_command_where_nothing_listens_says_connection_refused_with_status_6() {
+    logs();
+    let endpoint = free_port().await;
+    for args in [
+        &["send", &endpoint, "payments", "{}", "--timeout", "300ms"][..],
+        &["tail", &endpoint, "payments", "--timeout", "300ms"],
+        &["ask", &endpoint, "quotes", "{}", "--timeout", "300ms"],
+    ] {
+        let ran = run(args).await;
+        ran.failed_with(6, &format!("connection refused at {endpoint}"));
+        assert!(ran.stderr.contains("is the service up"), "{ran:?}");
+    }
+}
+
+/// A host name that does not resolve (`.invalid` never does) is said so, with status 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_name_that_does_not_resolve_is_named_with_status_5() {
+    logs();
+    let ran = run(&[
+        "send",
+        "tcp://no-such-host.invalid:5555",
+        "payments",
+        "{}",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(5, "the name `no-such-host.invalid` does not resolve");
+}
+
+/// A socket of a type the command does not talk to (a queue command at a fan-out's PUB, a
+/// fan-out send at a queue's PULL) is named, with the flag that fixes it, and status 7.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_type_that_does_not_match_is_named_with_the_fix_and_status_7() {
+    logs();
+    let publisher = PyPeer::bind("PUB", "tcp://127.0.0.1:*", json!({})).await;
+    let at_pub = publisher.endpoint.clone();
+    let ran = run(&["tail", &at_pub, "prices", "--timeout", "300ms"]).await;
+    ran.failed_with(7, "is a PUB, and this command's PULL does not talk to one");
+    assert!(ran.stderr.contains("add --fanout to read it"), "{ran:?}");
+    let ran = run(&["send", &at_pub, "payments", "{}", "--timeout", "300ms"]).await;
+    ran.failed_with(7, "send to the service's queue port");
+    let pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let ran = run(&[
+        "send",
+        &pull.endpoint.clone(),
+        "prices",
+        "{}",
+        "--fanout",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(
+        7,
+        "is a PULL, and this command's PUB does not talk to one: it reads a queue: drop --fanout",
+    );
+    let ran = run(&[
+        "ask",
+        &pull.endpoint.clone(),
+        "quotes",
+        "{}",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    ran.failed_with(7, "use `zmqs send`");
+}
+
+/// The crate's logs on stderr carry no colour codes where stderr is not a terminal: a warning
+/// (a refused message) is the line it writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_in_a_pipe_carry_no_colour_codes() {
+    logs();
+    let tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--count",
+        "1",
+        "--timeout",
+        "20s",
+    ]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    push.send(&[b"payments", b"x-raw: \xff", b"{}"]).await;
+    push.send(&[b"payments", b"", b"{}"]).await;
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("WARN"), "a warning was logged: {stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
 }

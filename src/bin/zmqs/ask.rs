@@ -96,6 +96,14 @@ impl Ask {
             asked = &mut asking => asked,
             () = link.announce(Duration::from_secs(5)) => asking.await,
         };
+        let dialer = crate::diagnose::Dialer {
+            socket: "DEALER",
+            curve: self.socket.curve.curve_server.is_some(),
+        };
+        let asked = match asked {
+            Err(failure) => Err(link.explain(failure, dialer).await),
+            asked => asked,
+        };
         link.close().await;
         asked
     }

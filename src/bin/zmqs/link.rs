@@ -208,6 +208,18 @@ impl<P: Pattern> Link<P> {
         }
     }
 
+    /// `failure`, explained where this side dials and never had a peer: the probe of
+    /// [`diagnose`](crate::diagnose) says why.
+    pub async fn explain(&self, failure: Failure, dialer: crate::diagnose::Dialer) -> Failure {
+        let monitor = self.monitor();
+        match self {
+            Self::Dialing(_) if monitor.peers_connected() == 0 => {
+                crate::diagnose::explained(failure, monitor.endpoint(), dialer).await
+            }
+            _ => failure,
+        }
+    }
+
     /// Waits until a peer is connected, or fails naming the endpoint after `within`.
     pub async fn await_peer(&self, within: Duration) -> Result<(), Failure> {
         let deadline = Instant::now() + within;

@@ -3,11 +3,11 @@
 //! what it puts on the wire is what a service of the crate puts there (docs/cli.md).
 
 mod ask;
+mod diagnose;
 mod keys;
 mod lines;
 mod link;
 mod send;
-mod stat;
 mod tail;
 
 use std::{process::ExitCode, time::Duration};
@@ -22,6 +22,12 @@ Exit status:
   2  the command line is wrong
   3  timed out: no peer, no answer, or fewer messages than --count
   4  not in this build: CURVE, keys and --backend libzmq need the `libzmq` feature
+  5  no peer: the endpoint's host name does not resolve
+  6  no peer: connection refused, nothing listens at the endpoint
+  7  no peer: the socket there is of a type this command does not talk to (the message says
+     which flag or command does)
+  8  no peer: CURVE on one side only, or a CURVE handshake refused (a wrong server key, a key
+     not on the allow-list)
 130  interrupted (Ctrl-C), after saying what was done";
 
 /// Send to, read from and ask services of ruststream-zmq; make CURVE keys.
@@ -39,7 +45,6 @@ enum Command {
     Ask(ask::Ask),
     #[command(subcommand)]
     Keys(keys::Keys),
-    Stat(stat::Stat),
 }
 
 /// Why a command stopped short, and the status a script reads.
@@ -53,6 +58,14 @@ pub enum Failure {
     TimedOut(String),
     /// 4: this binary was built without what the command needs.
     NotBuilt(String),
+    /// 5: the endpoint's host name does not resolve.
+    NotResolved(String),
+    /// 6: nothing listens at the endpoint.
+    Refused(String),
+    /// 7: the peer's socket type does not talk to this command's (or it is not ZeroMQ).
+    Mismatch(String),
+    /// 8: CURVE on one side only, or a CURVE handshake the service refused.
+    Security(String),
     /// 130 (128 + SIGINT, as a shell reports a command Ctrl-C ended): interrupted, with what
     /// was done by then.
     Interrupted(String),
@@ -65,6 +78,10 @@ impl Failure {
             Self::Usage(_) => 2,
             Self::TimedOut(_) => 3,
             Self::NotBuilt(_) => 4,
+            Self::NotResolved(_) => 5,
+            Self::Refused(_) => 6,
+            Self::Mismatch(_) => 7,
+            Self::Security(_) => 8,
             Self::Interrupted(_) => 130,
         }
     }
@@ -75,6 +92,10 @@ impl Failure {
             | Self::Usage(m)
             | Self::TimedOut(m)
             | Self::NotBuilt(m)
+            | Self::NotResolved(m)
+            | Self::Refused(m)
+            | Self::Mismatch(m)
+            | Self::Security(m)
             | Self::Interrupted(m) => m,
         }
     }
@@ -207,6 +228,8 @@ fn main() -> ExitCode {
     // The crate's own warnings (a refused message, a peer lost) on stderr; RUST_LOG widens them.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colour codes are for a terminal; in a pipe or a file they are noise.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -229,7 +252,6 @@ fn main() -> ExitCode {
                 Command::Tail(command) => command.run().await,
                 Command::Ask(command) => command.run().await,
                 Command::Keys(command) => command.run(),
-                Command::Stat(command) => command.run().await,
             }
         };
         // Ctrl-C anywhere ends with 130. A command that has counted something waits on the

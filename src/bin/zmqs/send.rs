@@ -133,16 +133,21 @@ impl Send {
             Link::Dialing(connected) => {
                 if let Err(err) = connected.dial_publisher().await {
                     return Err(match err {
-                        ZmqError::Connect { .. } => Failure::TimedOut(format!(
-                            "no peer answered at {} within {:?}",
-                            self.endpoint, self.timeout
-                        )),
+                        ZmqError::Connect { .. } => {
+                            let failure = Failure::TimedOut(format!(
+                                "no peer answered at {} within {:?}",
+                                self.endpoint, self.timeout
+                            ));
+                            crate::diagnose::explained(failure, &self.endpoint, self.dialer()).await
+                        }
                         err => err.into(),
                     });
                 }
             }
         }
-        link.await_peer(self.timeout).await?;
+        if let Err(failure) = link.await_peer(self.timeout).await {
+            return Err(link.explain(failure, self.dialer()).await);
+        }
         if self.fanout {
             tokio::time::sleep(self.settle).await;
         }
@@ -206,6 +211,14 @@ impl Send {
             eprintln!("{line}");
         }
         Ok(())
+    }
+
+    /// What this command dials with, for the probe of a silent endpoint.
+    fn dialer(&self) -> crate::diagnose::Dialer {
+        crate::diagnose::Dialer {
+            socket: if self.fanout { "PUB" } else { "PUSH" },
+            curve: self.socket.curve.curve_server.is_some(),
+        }
     }
 
     fn payloads(&self) -> Result<Vec<Bytes>, Failure> {

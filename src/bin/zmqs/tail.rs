@@ -78,6 +78,14 @@ impl Tail {
             }
             Err(err) => Err(err.into()),
         };
+        let dialer = crate::diagnose::Dialer {
+            socket: if self.fanout { "SUB" } else { "PULL" },
+            curve: self.socket.curve.curve_server.is_some(),
+        };
+        let read = match read {
+            Err(failure) => Err(link.explain(failure, dialer).await),
+            read => read,
+        };
         link.close().await;
         read
     }
