@@ -592,3 +592,49 @@ async fn curve_on_one_side_or_a_refused_key_is_named_with_status_8() {
     ran.failed_with(8, "speaks in clear, not CURVE: drop the CURVE options");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ZMQS_CURVE_KEYS` and `ZMQS_CURVE_SERVER` give the key files the command line leaves out:
+/// a send with neither option gets through a CURVE listener with an allow-list, and the server
+/// variable does not make a listener's command line wrong (a listener names no server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_files_come_from_the_environment_where_the_command_line_leaves_them_out() {
+    logs();
+    let dir = scratch("env");
+    new_keys(&dir, "server").await;
+    new_keys(&dir, "worker").await;
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_zmqs"));
+    command
+        .args([
+            "tail",
+            "tcp://127.0.0.1:0",
+            "payments",
+            "--bind",
+            "--timeout",
+            "30s",
+        ])
+        .args(["--curve-allow", &path("worker.key")])
+        .env("ZMQS_CURVE_KEYS", path("server.key_secret"))
+        .env("ZMQS_CURVE_SERVER", path("server.key"));
+    let mut tail = Running::spawn_command(command);
+    let address = tail.listening().await;
+    let sent = tokio::process::Command::new(env!("CARGO_BIN_EXE_zmqs"))
+        .args(["send", &address, "payments", r#"{"from":"env"}"#])
+        .env("ZMQS_CURVE_KEYS", path("worker.key_secret"))
+        .env("ZMQS_CURVE_SERVER", path("server.key"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        sent.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert_eq!(
+        tail.expect_line("the message sent with keys from the environment")
+            .await["payload"],
+        json!({"from": "env"})
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -60,7 +60,8 @@ pub struct Ask {
 }
 
 impl Ask {
-    pub async fn run(self) -> Result<(), Failure> {
+    pub async fn run(mut self) -> Result<(), Failure> {
+        self.socket.fill_from_env();
         let headers = crate::send::headers(&self.headers)?;
         wire::encode(&self.name, &headers, Bytes::new())
             .map_err(|err| Failure::Usage(err.to_string()))?;

@@ -41,12 +41,13 @@ pub struct Socket {
 #[command(next_help_heading = "CURVE (libzmq backend)")]
 pub struct CurveArgs {
     /// This side's key pair: a secret certificate file (`zmqs keys new`, or pyzmq's
-    /// `create_certificates`). Listening: the server's; dialing: the client's [default: a
-    /// fresh pair]
+    /// `create_certificates`). Listening: the server's; dialing: the client's [env:
+    /// ZMQS_CURVE_KEYS] [default: a fresh pair]
     #[arg(long, value_name = "FILE")]
     pub curve_keys: Option<String>,
 
-    /// Dialing: the server's public key, as 40 Z85 characters or a certificate file
+    /// Dialing: the server's public key, as 40 Z85 characters or a certificate file [env:
+    /// ZMQS_CURVE_SERVER]
     // Z85 has `-` among its characters, so a key may start with one.
     #[arg(long, value_name = "KEY|FILE", allow_hyphen_values = true)]
     pub curve_server: Option<String>,
@@ -59,6 +60,26 @@ pub struct CurveArgs {
     /// Listening: admit any client that holds the server's public key
     #[arg(long)]
     pub curve_allow_any: bool,
+}
+
+/// The environment variables that give a CURVE key file the command line left out.
+pub const KEYS_VAR: &str = "ZMQS_CURVE_KEYS";
+pub const SERVER_VAR: &str = "ZMQS_CURVE_SERVER";
+
+impl Socket {
+    /// Fills the key files the command line left out from the environment: `ZMQS_CURVE_KEYS`
+    /// (this side's pair, either side) and `ZMQS_CURVE_SERVER` (the server's key, dialing
+    /// only: a listener names no server, so an exported one does not make `--bind` wrong).
+    /// An empty variable is unset.
+    pub fn fill_from_env(&mut self) {
+        let var = |name| std::env::var(name).ok().filter(|value| !value.is_empty());
+        if self.curve.curve_keys.is_none() {
+            self.curve.curve_keys = var(KEYS_VAR);
+        }
+        if self.curve.curve_server.is_none() && !self.bind {
+            self.curve.curve_server = var(SERVER_VAR);
+        }
+    }
 }
 
 impl CurveArgs {

@@ -83,7 +83,8 @@ pub struct Send {
 }
 
 impl Send {
-    pub async fn run(self) -> Result<(), Failure> {
+    pub async fn run(mut self) -> Result<(), Failure> {
+        self.socket.fill_from_env();
         // The command line is checked before stdin is read.
         let headers = headers(&self.headers)?;
         // The crate's own encoder says whether the name and headers can be sent, before any

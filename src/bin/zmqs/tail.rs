@@ -36,6 +36,11 @@ pub struct Tail {
     #[arg(long)]
     fanout: bool,
 
+    /// Print each payload alone, its bytes as they arrived, and a line break (a payload that
+    /// holds line breaks takes several lines)
+    #[arg(long)]
+    payload_only: bool,
+
     /// Stop after this many messages (1 or more)
     #[arg(long, short = 'n', value_parser = crate::at_least_one::<u64>())]
     count: Option<u64>,
@@ -49,7 +54,8 @@ pub struct Tail {
 }
 
 impl Tail {
-    pub async fn run(self) -> Result<(), Failure> {
+    pub async fn run(mut self) -> Result<(), Failure> {
+        self.socket.fill_from_env();
         if self.fanout {
             self.tail::<FanoutKind>().await
         } else {
@@ -116,8 +122,15 @@ impl Tail {
                 },
                 _ = &mut interrupted => return Err(self.interrupted(seen)),
             };
-            let line = lines::message(&message, SystemTime::now());
-            let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+            let written = if self.payload_only {
+                let payload = ruststream::IncomingMessage::payload(&message);
+                stdout
+                    .write_all(payload)
+                    .and_then(|()| stdout.write_all(b"\n"))
+            } else {
+                writeln!(stdout, "{}", lines::message(&message, SystemTime::now()))
+            }
+            .and_then(|()| stdout.flush());
             if let Err(err) = written {
                 // A closed pipe (`| head`) is the reader saying it has enough.
                 if err.kind() == std::io::ErrorKind::BrokenPipe {
