@@ -800,11 +800,9 @@ async fn worker<B: Net>(args: &Args) -> Result<(), Failure> {
         .with_broker(
             B::broker::<FanoutKind, _>(B::dial(progress_at, &me, "vent")?),
             |b| {
-                // Acked always: the destination is there because a dialing registration must name one.
-                b.include(
-                    hear.name("progress")
-                        .out_retry(format!("progress.retry@tcp://127.0.0.1:{}", retry_port + 1)),
-                );
+                // Acked always: the destination is there because a dialing registration must name
+                // one, and under CURVE one this process's sockets can reach (its retry queue's).
+                b.include(hear.name("progress").out_retry(format!("progress.retry@{retry_at}")));
             },
         )
         .start()

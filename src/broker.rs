@@ -345,9 +345,10 @@ impl<S: Side, B: Backend> ZmqBroker<RpcKind, S, B> {
 }
 
 impl<P: OneWay> ConnectedZmq<P, Bound> {
-    /// Binds the endpoint for this broker's publishers now rather than at the first publish, so
-    /// peers can dial in before anything is sent; answers the address, port resolved. For a
-    /// broker that only publishes (its endpoint then carries no subscription).
+    /// Binds the endpoint for this broker's publishers now, if a publisher paired at the app's
+    /// start has not already, so peers can dial in before anything is sent; answers the address,
+    /// port resolved. For a broker that only publishes (its endpoint then carries no
+    /// subscription), used outside an app or before its first publisher is paired.
     ///
     /// # Errors
     ///
@@ -376,9 +377,21 @@ impl<P: Pattern, S: Side, B: Backend> Broker for ZmqBroker<P, S, B> {
     type Error = ZmqError;
     type Connected = ConnectedZmq<P, S>;
 
+    /// Opens nothing: what a broker listens or dials for is opened by the subscription or the
+    /// publisher that needs it. A bound queue or fan-out that a publisher is paired against
+    /// during the app's start listens when `start()` returns (see [`ZmqPublish`]).
     async fn connect(self) -> Result<ConnectedZmq<P, S>, ZmqError> {
         let sockets = B::transport(self.monitor.clone(), &self.settings, self.config.clone());
-        self.connect_on(sockets, LocalHost::discover().await)
+        let config = self.config.clone();
+        let serves_curve = S::BINDS && B::speaks_curve(&self.config);
+        let connected = self.connect_on(sockets, LocalHost::discover().await)?;
+        // Only real sockets plan their dials: the in-process mode has no CURVE listeners to
+        // find.
+        connected.connection.on_sockets(
+            Box::new(move |address| B::dials(&config, address)),
+            serves_curve,
+        );
+        Ok(connected)
     }
 }
 
@@ -549,17 +562,31 @@ impl<P: Pattern, S: Side> Subscribe for ConnectedZmq<P, S> {
         name: &str,
         declaration: &ruststream::RetryDeclaration,
     ) -> Result<(), ruststream::DeclareRetryError> {
-        P::FACTS.check_dead_letter(name, declaration, &self.connection.listening())
+        self.connection.subscription_declared();
+        P::FACTS.check_dead_letter(name, declaration, &self.connection.listening())?;
+        self.connection
+            .check_declared_copies(name, declaration, None)
     }
 }
 
 impl<P: Pattern, S: Side> PublishPolicy<ConnectedZmq<P, S>> for ZmqPublish {
     type Live = ZmqPublisher;
 
+    /// Pairs the broker's publisher. On a bound queue or fan-out that carries no subscription
+    /// (none open, none declared yet), this binds the endpoint for the publisher's peers now and
+    /// logs where: pairing is the framework's one word, at startup, that the app will publish
+    /// through the broker, so a peer started first (`zmqs tail`) finds the port before anything
+    /// is published (`tests/live/listening_at_start.rs`). A dialing broker connects at its first
+    /// publish, in the background.
     async fn pair(self, connected: &ConnectedZmq<P, S>) -> Result<ZmqPublisher, PairError> {
         connected
             .connection
             .ensure_open("a publisher")
+            .map_err(PairError::new)?;
+        connected
+            .connection
+            .listen_for_publishers()
+            .await
             .map_err(PairError::new)?;
         Ok(connected.publisher())
     }

@@ -32,6 +32,9 @@ use crate::{
     wire::{self, Frames},
 };
 
+/// How often a subscription tries again to bind an endpoint its broker's publishers let go of.
+const REBIND_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Who holds the endpoint in this process.
 #[derive(Default)]
 struct Held {
@@ -58,6 +61,50 @@ pub(crate) struct Connection {
     requests: OnceCell<RequestChannel>,
     /// This host, for the loop-back rule.
     host: LocalHost,
+    /// What only real sockets have: how a dial is planned, and this broker's place among the
+    /// process's CURVE listeners to be. Unset in the in-process mode.
+    sockets: std::sync::OnceLock<OnSockets>,
+    /// A registration declared its retries on this broker: its subscription opens next.
+    declared: std::sync::atomic::AtomicBool,
+}
+
+/// Whether a broker's sockets may dial an address.
+pub(crate) type Dials = Box<dyn Fn(&str) -> Result<(), ZmqError> + Send + Sync>;
+
+/// What a broker on real sockets knows that the in-process mode does not.
+struct OnSockets {
+    dials: Dials,
+    /// Held while the broker lives, where its endpoint is bound under CURVE.
+    _serving: Option<CurveBroker>,
+}
+
+/// The bound CURVE endpoints of this process's connected brokers, as configured: the listeners
+/// their sockets will reach with the process's own key pair once bound, which a registration
+/// checked at startup may name before they are.
+static CURVE_BROKERS: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+
+/// Numbers the entries of [`CURVE_BROKERS`].
+static NEXT_CURVE_BROKER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A connected broker's entry in [`CURVE_BROKERS`], removed as it drops.
+struct CurveBroker(u64);
+
+impl CurveBroker {
+    fn enter(address: &str) -> Self {
+        let id = NEXT_CURVE_BROKER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        curve_brokers().push((id, address.to_owned()));
+        Self(id)
+    }
+}
+
+impl Drop for CurveBroker {
+    fn drop(&mut self) {
+        curve_brokers().retain(|(id, _)| *id != self.0);
+    }
+}
+
+fn curve_brokers() -> MutexGuard<'static, Vec<(u64, String)>> {
+    CURVE_BROKERS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Connection {
@@ -90,7 +137,104 @@ impl Connection {
             outbound,
             requests: OnceCell::new(),
             host,
+            sockets: std::sync::OnceLock::new(),
+            declared: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Says the broker runs on real sockets: how they decide whether they may dial an address,
+    /// and whether its endpoint is bound under CURVE.
+    pub(crate) fn on_sockets(&self, dials: Dials, serves_curve: bool) {
+        let serving = serves_curve.then(|| CurveBroker::enter(&self.endpoint));
+        let _ = self.sockets.set(OnSockets {
+            dials,
+            _serving: serving,
+        });
+    }
+
+    /// A registration on this broker declared its retries: its subscription opens next.
+    pub(crate) fn subscription_declared(&self) {
+        self.declared
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Binds the endpoint for publishers as one is paired, on a bound queue or fan-out with no
+    /// subscription open or declared, on real sockets; answers at once elsewhere, or once bound.
+    pub(crate) async fn listen_for_publishers(&self) -> Result<(), ZmqError> {
+        let publishes_alone = self.binds
+            && !self.facts.answers_requests
+            && self.sockets.get().is_some()
+            && !self.declared.load(std::sync::atomic::Ordering::Relaxed)
+            && self.held().subscription.is_none();
+        if publishes_alone {
+            self.bind_publisher().await?;
+        }
+        Ok(())
+    }
+
+    /// Refuses at startup a registration of `subscription` whose dead letter (as `declaration`
+    /// says) or retry copies (to `retry_to`) this broker's sockets could not send.
+    pub(crate) fn check_declared_copies(
+        &self,
+        subscription: &str,
+        declaration: &ruststream::RetryDeclaration,
+        retry_to: Option<&str>,
+    ) -> Result<(), ruststream::DeclareRetryError> {
+        let copies = [
+            ("retry copies", retry_to),
+            ("dead letters", declaration.dead_letter()),
+        ];
+        for (what, destination) in copies {
+            if let Some(destination) = destination {
+                self.check_copies_reach(what, subscription, destination)
+                    .map_err(|err| ruststream::DeclareRetryError::Broker(Box::new(err)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses at startup the `what` (dead letters, retry copies) of `subscription` going to
+    /// `destination` where this broker's sockets may not dial the endpoint it names: a CURVE
+    /// broker with no keys for it would refuse each one as it is sent.
+    pub(crate) fn check_copies_reach(
+        &self,
+        what: &'static str,
+        subscription: &str,
+        destination: &str,
+    ) -> Result<(), ZmqError> {
+        let Some(OnSockets { dials, .. }) = self.sockets.get() else {
+            return Ok(());
+        };
+        let Some(target) = Destination::parse(destination)
+            .ok()
+            .and_then(|parsed| parsed.endpoint)
+        else {
+            // A bare name leaves through the broker's own endpoint, which it has keys for.
+            return Ok(());
+        };
+        // The own listener, under any form, is the loop-back rule's.
+        if self.binds && crate::routing::reaches(&self.endpoint, target, &self.host) {
+            return Ok(());
+        }
+        // A CURVE listener of this process's brokers binds at its subscription, maybe after
+        // this one's: it is found by its configured address.
+        let curve_broker_there = || {
+            curve_brokers()
+                .iter()
+                .any(|(_, address)| crate::routing::reaches(address, target, &self.host))
+        };
+        match dials(target) {
+            Err(ZmqError::CurveDestination { .. }) if !curve_broker_there() => {
+                Err(ZmqError::CurveCopiesUnreachable {
+                    what,
+                    subscription: subscription.to_owned(),
+                    endpoint: self.endpoint.clone(),
+                    destination: destination.to_owned(),
+                    target: target.to_owned(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     #[cfg_attr(
@@ -186,6 +330,31 @@ impl Connection {
     }
 
     async fn open(
+        &self,
+        subscription: &str,
+        read_ahead: usize,
+        lane: LaneKey,
+    ) -> Result<Inbox, ZmqError> {
+        // A bound one-way broker's publishers listened there since connect: the subscription
+        // takes the endpoint, and a fixed port may stay taken a moment after their socket closed.
+        let released = self.binds
+            && !self.facts.answers_requests
+            && self
+                .outbound
+                .release(&Target::Bind(self.endpoint.clone()))
+                .await;
+        let until = tokio::time::Instant::now() + CLOSE_WAIT;
+        loop {
+            match self.open_once(subscription, read_ahead, lane).await {
+                Err(ZmqError::Bind { .. }) if released && tokio::time::Instant::now() < until => {
+                    tokio::time::sleep(REBIND_EVERY).await;
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    async fn open_once(
         &self,
         subscription: &str,
         read_ahead: usize,
@@ -333,8 +502,8 @@ impl Connection {
         held.subscription.clone().zip(held.address.clone())
     }
 
-    /// Binds the endpoint for publishers now (a bound broker with no subscription); answers the
-    /// address, port resolved.
+    /// Binds the endpoint for publishers now (a bound one-way broker connecting, which has no
+    /// subscription yet); answers the address, port resolved.
     pub(crate) async fn bind_publisher(&self) -> Result<String, ZmqError> {
         self.ensure_open("a publisher")?;
         self.outbound

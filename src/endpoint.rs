@@ -71,6 +71,26 @@ impl Mechanism for Plain {}
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Ready;
 
+/// The state a subscription builder is mounted in: [`Ready`] alone. Its message is what a
+/// builder mounted before `.out_retry(..)` answers (`ui-tests/responder_mounted_without_out_retry.rs`).
+#[diagnostic::on_unimplemented(
+    message = "this subscription does not say where its retry copies go: it is `{Self}`, and a \
+               subscription is mounted `Ready`",
+    label = "mounted before `.out_retry(destination)`",
+    note = "a responder (bound or dialing) and a dialing queue or fan-out read from an endpoint \
+            their copies cannot go back to: name a queue for them with \
+            `.out_retry(\"name@tcp://host:port\")` on the subscription, or on the `#[subscriber]` \
+            definition at the mount site (`b.include(handler.out_retry(..))`)"
+)]
+pub trait Mountable: sealed_state::SealedState {}
+
+impl Mountable for Ready {}
+
+mod sealed_state {
+    pub trait SealedState {}
+    impl SealedState for super::Ready {}
+}
+
 /// A subscription builder that still has to be told where its retry copies go: call
 /// `.out_retry(destination)` on it (or on the `#[subscriber]` definition) to move it to [`Ready`].
 ///

@@ -95,6 +95,30 @@ pub enum ZmqError {
         endpoint: String,
     },
 
+    /// A CURVE broker's dead letters or retry copies aimed at an endpoint it has no CURVE keys
+    /// for (`libzmq` and `omq` features): each would be refused as it is sent, so the
+    /// registration is refused at startup.
+    #[error(
+        "the {what} of subscription `{subscription}` on `{endpoint}` go to `{destination}`, and \
+         this broker speaks CURVE with no keys for `{target}`: each would be refused as it is \
+         sent, never sent in clear; where this process listens on `{target}`, bind it under CURVE \
+         (`ZmqEndpoint::bind(\"{target}\").curve(server).allow_clients(..)`: the process's own \
+         sockets then reach it with keys of their own), or give the broker keys for it \
+         (`.destination(ZmqEndpoint::dial(\"{target}\").curve(client_keys, server_public_key))`)"
+    )]
+    CurveCopiesUnreachable {
+        /// `dead letters` or `retry copies`.
+        what: &'static str,
+        /// The subscription whose copies they are.
+        subscription: String,
+        /// The broker's endpoint, as configured.
+        endpoint: String,
+        /// The destination as declared.
+        destination: String,
+        /// The endpoint the destination names.
+        target: String,
+    },
+
     /// Binding the listener failed.
     #[error(
         "binding `{endpoint}` failed: {source}; is another process (or subscription) listening there?"

@@ -122,7 +122,7 @@ pub use context::{Attempt, MessageName, RequesterIdentity, SubscriptionEndpoint,
 pub use curve::{Curve, CurveKeyPair, CurvePublicKey, WantsClients};
 pub use delivery::{ZmqResponderSubscriber, ZmqSubscriber};
 pub use endpoint::{
-    Bound, Dialing, Mechanism, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,
+    Bound, Dialing, Mechanism, Mountable, Plain, Ready, Side, WantsRetryDestination, ZmqEndpoint,
 };
 pub use error::{SendFailure, SocketFault, ZmqError};
 pub use lane::PARTITION_KEY_HEADER;

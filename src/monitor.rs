@@ -141,6 +141,17 @@ impl ZmqMonitor {
         figures
     }
 
+    /// Leaves out the figures of a socket that closed having sent nothing: a publisher that
+    /// bound the endpoint at connect and handed it to a subscription, which is the socket the
+    /// broker is then known by.
+    pub(crate) fn forget(&self, figures: &Arc<SocketFigures>) {
+        self.inner
+            .sockets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|socket| !Arc::ptr_eq(socket, figures));
+    }
+
     /// What each socket the broker opened so far has done, in the order it opened them; its
     /// shutdown answers the same ([`ClosedZmqBroker::sockets`](crate::ClosedZmqBroker::sockets)).
     #[must_use]

@@ -119,7 +119,11 @@ impl Outbound {
             .open_writer(role, target.address(), binds)
             .await?;
         if let Some(resolved) = bound {
-            tracing::info!(endpoint = %resolved, "publishing to peers that dial in");
+            tracing::info!(
+                endpoint = %resolved,
+                "publishers listening: peers dial in here to take what this broker publishes \
+                 (a subscription opened on the broker takes the endpoint over)"
+            );
             self.monitor.set_bound_address(Some(resolved));
         }
         let opened = (writer, task);
@@ -254,16 +258,28 @@ impl Outbound {
     }
 
     /// Closes the writer for `target`, if one is open: a subscription is about to take the
-    /// address it listened on.
-    pub(crate) async fn release(&self, target: &Target) {
+    /// address it listened on. Answers whether one was open.
+    pub(crate) async fn release(&self, target: &Target) -> bool {
         let opened = {
             let _opening = self.opening.lock().await;
-            self.writers_mut().open.remove(target)
+            let mut writers = self.writers_mut();
+            let opened = writers.open.remove(target);
+            // One that sent nothing (bound at connect, for publishers that never came) is not
+            // counted among the broker's sockets: the subscription is.
+            if opened.as_ref().is_some_and(|open| open.figures.sent() == 0) {
+                writers.figures.remove(target);
+            }
+            opened
         };
-        if let Some(open) = opened {
-            // The subscription binds the address next: nothing waits for the publisher's peers.
-            open.task.close(Duration::ZERO).await;
+        let Some(open) = opened else {
+            return false;
+        };
+        if open.figures.sent() == 0 {
+            self.monitor.forget(&open.figures);
         }
+        // The subscription binds the address next: nothing waits for the publisher's peers.
+        open.task.close(Duration::ZERO).await;
+        true
     }
 
     /// Keeps the responder's socket: answers leave through it.

@@ -11,7 +11,7 @@ use ruststream::{
 
 use crate::{
     broker::{ConnectedZmq, FanoutKind, OneWay, Pattern, QueueKind, RpcKind},
-    endpoint::{Ready, Side, WantsRetryDestination},
+    endpoint::{Mountable, Ready, Side, WantsRetryDestination},
     error::ZmqError,
     lane::LaneKey,
     settings::Tuning,
@@ -245,7 +245,9 @@ impl<S: Side> FromName for Subscription<RpcKind, S, WantsRetryDestination> {
     }
 }
 
-impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
+impl<P: Pattern, S: Side, State: Mountable> SubscriptionSource<ConnectedZmq<P, S>>
+    for Subscription<P, S, State>
+{
     type Subscriber = P::Subscriber;
     type Copies = AddressedCopies;
 
@@ -262,7 +264,13 @@ impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscriptio
         connected: &ConnectedZmq<P, S>,
         declaration: &RetryDeclaration,
     ) -> Result<(), DeclareRetryError> {
-        P::FACTS.check_dead_letter(&self.name, declaration, &connected.connection.listening())
+        connected.connection.subscription_declared();
+        P::FACTS.check_dead_letter(&self.name, declaration, &connected.connection.listening())?;
+        connected.connection.check_declared_copies(
+            &self.name,
+            declaration,
+            self.retry_to.as_deref(),
+        )
     }
 
     /// The socket the subscription reads with, its side, the frames and what frame 0 holds (a
@@ -273,7 +281,9 @@ impl<P: Pattern, S: Side> SubscriptionSource<ConnectedZmq<P, S>> for Subscriptio
     }
 }
 
-impl<P: Pattern, S: Side> RedeliveryAddressed<ConnectedZmq<P, S>> for Subscription<P, S, Ready> {
+impl<P: Pattern, S: Side, State: Mountable> RedeliveryAddressed<ConnectedZmq<P, S>>
+    for Subscription<P, S, State>
+{
     /// A bound queue's or fan-out's own name (its listener); otherwise the named destination.
     async fn redelivery_address(
         &self,

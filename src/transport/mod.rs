@@ -69,6 +69,21 @@ pub trait Backend: sealed::SealedBackend + Send + Sync + 'static {
     /// Where a broker on this backend opens its sockets, made on the current runtime.
     #[doc(hidden)]
     fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport;
+
+    /// Whether a socket of a broker with `config` may dial `address`: one of a CURVE broker
+    /// only with keys for it ([`ZmqError::CurveDestination`] otherwise); any other, always.
+    #[doc(hidden)]
+    fn dials(config: &Self::Config, address: &str) -> Result<(), ZmqError> {
+        let _ = (config, address);
+        Ok(())
+    }
+
+    /// Whether the endpoint of a broker with `config` speaks CURVE.
+    #[doc(hidden)]
+    fn speaks_curve(config: &Self::Config) -> bool {
+        let _ = config;
+        false
+    }
 }
 
 pub(crate) mod sealed {
@@ -97,6 +112,14 @@ impl Backend for libzmq::Libzmq {
     fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport {
         Transport::new(AnyOpener::Libzmq(opener::<Self>(monitor, settings, config)))
     }
+
+    fn dials(config: &Self::Config, address: &str) -> Result<(), ZmqError> {
+        curve_keys::plan(&config.keys, false, address).map(drop)
+    }
+
+    fn speaks_curve(config: &Self::Config) -> bool {
+        config.keys.speaks_curve()
+    }
 }
 
 #[cfg(feature = "omq")]
@@ -108,6 +131,14 @@ impl Backend for omq::Omq {
 
     fn transport(monitor: ZmqMonitor, settings: &Settings, config: Self::Config) -> Transport {
         Transport::new(AnyOpener::Omq(opener::<Self>(monitor, settings, config)))
+    }
+
+    fn dials(config: &Self::Config, address: &str) -> Result<(), ZmqError> {
+        curve_keys::plan(&config.keys, false, address).map(drop)
+    }
+
+    fn speaks_curve(config: &Self::Config) -> bool {
+        config.keys.speaks_curve()
     }
 }
 
@@ -145,6 +176,36 @@ pub trait Speaks<M: Mechanism>: Backend {
 impl<B: Backend> Speaks<Plain> for B {
     fn secured(config: B::Config, _address: &str, Plain: Plain) -> B::Config {
         config
+    }
+}
+
+/// A mechanism no endpoint has: every backend's second `Speaks`, so that the compiler reads the
+/// mechanism a broker is given off its endpoint rather than infer it from a backend's one impl,
+/// and a backend that lacks it answers with `Speaks`'s message (naming the backends that speak
+/// CURVE) instead of a type mismatch naming none (`ui-tests/backends/curve_on_zeromq.rs`).
+mod unspoken {
+    use super::{Backend, Speaks};
+    use crate::endpoint::{Mechanism, sealed_mechanism::SealedMechanism};
+
+    #[doc(hidden)]
+    #[derive(Debug, Clone, Copy)]
+    pub enum Unspoken {}
+
+    impl SealedMechanism for Unspoken {
+        fn describe(&self) -> Option<String> {
+            match *self {}
+        }
+    }
+
+    // Never offered to a user as one the compiler would take instead.
+    #[diagnostic::do_not_recommend]
+    impl Mechanism for Unspoken {}
+
+    #[diagnostic::do_not_recommend]
+    impl<B: Backend> Speaks<Unspoken> for B {
+        fn secured(_config: B::Config, _address: &str, unspoken: Unspoken) -> B::Config {
+            match unspoken {}
+        }
     }
 }
 
