@@ -1571,3 +1571,70 @@ async fn tail_payload_only_prints_each_payload_as_it_arrived() {
     let (status, stderr) = tail.finish().await;
     assert_eq!(status.code(), Some(0), "{stderr}");
 }
+
+/// `--json`: a failure is one JSON object on stderr, its message and status (clap's own usage
+/// errors too), and `send`'s summary is one on stdout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_prints_a_failure_as_one_object_on_stderr_and_the_send_summary_on_stdout() {
+    logs();
+    let error_of = |ran: &Ran| -> Value {
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line on stderr: {ran:?}");
+        serde_json::from_str(lines[0]).unwrap_or_else(|err| panic!("{err}: {ran:?}"))
+    };
+    let endpoint = free_port().await;
+    let ran = run(&[
+        "send",
+        &endpoint,
+        "payments",
+        "{}",
+        "--timeout",
+        "300ms",
+        "--json",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(6), "{ran:?}");
+    let error = error_of(&ran);
+    assert_eq!(error["status"], 6, "{ran:?}");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("connection refused at "),
+        "{ran:?}"
+    );
+    let ran = run(&[
+        "send", &endpoint, "payments", "{}", "--count", "0", "--json",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(2), "{ran:?}");
+    let error = error_of(&ran);
+    assert_eq!(error["status"], 2, "{ran:?}");
+    assert!(
+        error["error"].as_str().unwrap().contains("0 is not in 1.."),
+        "{ran:?}"
+    );
+
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let ran = run(&[
+        "send",
+        &pull.endpoint.clone(),
+        "payments",
+        "{}",
+        "--count",
+        "3",
+        "--json",
+    ])
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let summary = &ran.json_lines()[..];
+    assert_eq!(summary.len(), 1, "{ran:?}");
+    assert_eq!(
+        (&summary[0]["sent"], &summary[0]["of"]),
+        (&json!(3), &json!(3)),
+        "{ran:?}"
+    );
+    for n in 1..=3 {
+        pull.expect(&format!("message {n}")).await;
+    }
+}

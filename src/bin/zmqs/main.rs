@@ -36,6 +36,23 @@ Exit status:
 struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// Errors as one JSON object on stderr ({"error", "status"}), and `send`'s summary as one
+    /// on stdout ({"sent", "of", "seconds", "per_second"}), for scripts
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+/// Whether `--json` was given: read where a command prints its summary.
+static JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn json() -> bool {
+    JSON.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A failure as `--json` prints it.
+fn json_error(message: &str, status: u8) -> String {
+    serde_json::json!({"error": message, "status": status}).to_string()
 }
 
 #[derive(Subcommand)]
@@ -224,7 +241,28 @@ pub fn rate(text: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // A command line clap refuses is a failure too: as JSON where `--json` was asked for.
+    let asked_json = std::env::args_os().any(|arg| arg == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if asked_json && err.use_stderr() => {
+            // What clap says before its usage lines and hints, on one line.
+            let rendered = err.to_string();
+            let said = rendered
+                .split("\n\n")
+                .next()
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let said = said.strip_prefix("error: ").unwrap_or(&said);
+            eprintln!("{}", json_error(said, 2));
+            return ExitCode::from(2);
+        }
+        Err(err) => err.exit(),
+    };
+    JSON.store(cli.json, std::sync::atomic::Ordering::Relaxed);
+    let cli_json = cli.json;
     // The crate's own warnings (a refused message, a peer lost) on stderr; RUST_LOG widens them.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -273,7 +311,11 @@ fn main() -> ExitCode {
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("zmqs: {}", failure.message());
+            if cli_json {
+                eprintln!("{}", json_error(failure.message(), failure.status()));
+            } else {
+                eprintln!("zmqs: {}", failure.message());
+            }
             ExitCode::from(failure.status())
         }
     }

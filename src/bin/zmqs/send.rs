@@ -208,7 +208,18 @@ impl Send {
                 }
             }
         }
-        if let Some(line) = progress.done(sent, Instant::now()) {
+        if crate::json() {
+            let seconds = started.elapsed().as_secs_f64();
+            println!(
+                "{}",
+                serde_json::json!({
+                    "sent": sent,
+                    "of": total,
+                    "seconds": (seconds * 1e3).round() / 1e3,
+                    "per_second": (sent as f64 / seconds).round(),
+                })
+            );
+        } else if let Some(line) = progress.done(sent, Instant::now()) {
             eprintln!("{line}");
         }
         Ok(())
