@@ -16,14 +16,16 @@
 //! - `dialing_fanout_mounted_without_out_retry`: a `FanoutSubscription::<Dialing>` mounted
 //!   before `.out_retry(..)`;
 //! - `responder_mounted_without_out_retry`: a `Responder` (bound, even) mounted before
-//!   `.out_retry(..)`;
+//!   `.out_retry(..)`, whose error names `.out_retry(..)` (as the dialing builders' do);
 //! - `publisher_before_connect`: a publisher asked of a broker that has not connected;
 //! - `connected_broker_used_after_shutdown`: the connected form used after `shutdown` consumed it.
 //!
 //! With both backends compiled, `ui-tests/backends/` holds what does not compile across them:
 //!
 //! - `libzmq_settings_on_zeromq`: a libzmq-only setting (`heartbeat`) on a `zeromq` broker;
-//! - `curve_on_zeromq`: a CURVE endpoint given to a `zeromq` broker.
+//! - `curve_on_zeromq`: a CURVE endpoint given to a `zeromq` broker;
+//! - `curve_on_the_crate_roots_queue`: a CURVE endpoint given to the crate root's `ZmqQueue`
+//!   (the default backend's), whose error names `libzmq::ZmqQueue` and `omq::ZmqQueue`.
 //!
 //! With libzmq compiled, `ui-tests/curve/` holds the CURVE steps taken wrong:
 //!
