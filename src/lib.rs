@@ -82,6 +82,8 @@ mod lane;
 mod layering;
 #[cfg(feature = "libzmq")]
 pub mod libzmq;
+#[cfg(feature = "logs")]
+pub mod logs;
 mod message;
 #[cfg(feature = "metrics")]
 mod metrics;

@@ -1,8 +1,9 @@
 //! The framework's runtime logs one WARN `ack / nack failed` (target `ruststream::dispatch`) for
 //! every delivery a handler acks or drops, because ZeroMQ settles nothing. These tests count
-//! that line on a real service, and pin the `EnvFilter` the README gives to silence exactly it
-//! while the other warnings of that target stay; on each compiled backend (`on_zeromq::...`,
-//! `on_libzmq::...`).
+//! that line on a real service, and pin the crate's layer (`ruststream_zmq::logs`) and the
+//! `EnvFilter` the settlement guide gives, each silencing exactly it while the other warnings of
+//! that target stay; on each compiled backend (`on_zeromq::...`, `on_libzmq::...`,
+//! `on_omq::...`).
 
 use std::{
     sync::{
@@ -16,7 +17,7 @@ use ruststream::{Broker, BytesMut, ConnectedBroker, OutgoingMessage, Publisher};
 use ruststream_zmq::prelude::*;
 use ruststream_zmq::{Backend, QueueKind, ZmqBroker};
 use serde::{Deserialize, Serialize};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{EnvFilter, layer::SubscriberExt};
 
 #[path = "common/logs.rs"]
 mod logs;
@@ -92,11 +93,29 @@ async fn logged_times(captured: &Captured, needle: &str, times: usize) {
     .await;
 }
 
+/// How a test's log is filtered: by an `EnvFilter` alone, or with the crate's layer too.
+#[derive(Clone, Copy)]
+enum Quiet {
+    /// The `EnvFilter` alone.
+    Not,
+    /// The `EnvFilter`, and `ruststream_zmq::logs::quiet_settlement()` added in one call.
+    ByTheCratesLayer,
+}
+
 /// Runs `service` on a current-thread runtime (so the thread's subscriber sees every task) with
 /// its log under `filter`, the handler calls counted from zero; answers the log and the calls,
 /// read before another test may count its own.
 fn logged_under<F: Future<Output = ()>>(
     filter: EnvFilter,
+    service: impl FnOnce(Captured) -> F,
+) -> (Captured, usize) {
+    logged_quietly(filter, Quiet::Not, service)
+}
+
+/// [`logged_under`], with the crate's layer added where `quiet` says.
+fn logged_quietly<F: Future<Output = ()>>(
+    filter: EnvFilter,
+    quiet: Quiet,
     service: impl FnOnce(Captured) -> F,
 ) -> (Captured, usize) {
     let _serial = SERIAL
@@ -110,7 +129,12 @@ fn logged_under<F: Future<Output = ()>>(
         .with_ansi(false)
         .with_writer(move || sink.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = match quiet {
+        Quiet::Not => tracing::subscriber::set_default(subscriber),
+        Quiet::ByTheCratesLayer => tracing::subscriber::set_default(
+            subscriber.with(ruststream_zmq::logs::quiet_settlement()),
+        ),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -168,7 +192,12 @@ async fn feed<B: Backend>(
 /// it), and one payload that is not JSON; shuts it down once all of them were handled, and answers
 /// the log.
 fn run_service<B: Backend>(filter: EnvFilter) -> Captured {
-    let (captured, calls) = logged_under(filter, async |captured| {
+    run_service_quiet::<B>(filter, Quiet::Not)
+}
+
+/// [`run_service`], the crate's layer added where `quiet` says.
+fn run_service_quiet<B: Backend>(filter: EnvFilter, quiet: Quiet) -> Captured {
+    let (captured, calls) = logged_quietly(filter, quiet, async |captured| {
         let dead_port = free_port();
         let payments = Queue::<_, B>::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"));
         let monitor = payments.monitor();
@@ -209,7 +238,12 @@ fn run_service<B: Backend>(filter: EnvFilter) -> Captured {
 /// payment it acks, one it retries past its cap, whose copy the runtime cannot publish; answers
 /// the log.
 fn run_service_losing_a_copy<B: Backend>(filter: EnvFilter) -> Captured {
-    let (captured, calls) = logged_under(filter, async |captured| {
+    run_service_losing_a_copy_quiet::<B>(filter, Quiet::Not)
+}
+
+/// [`run_service_losing_a_copy`], the crate's layer added where `quiet` says.
+fn run_service_losing_a_copy_quiet<B: Backend>(filter: EnvFilter, quiet: Quiet) -> Captured {
+    let (captured, calls) = logged_quietly(filter, quiet, async |captured| {
         let payments = Queue::<_, B>::new(ZmqEndpoint::bind("tcp://127.0.0.1:0"))
             .send_timeout(Duration::from_millis(200));
         let monitor = payments.monitor();
@@ -244,6 +278,53 @@ fn run_service_losing_a_copy<B: Backend>(filter: EnvFilter) -> Captured {
     });
     assert_eq!(calls, 2, "{}", captured.text());
     captured
+}
+
+/// The crate's layer drops the runtime's warning where the broker settles nothing, and no other
+/// event: an ack that failed for another reason, the same words under another target or level.
+#[test]
+fn the_crates_layer_drops_only_the_warning_that_the_broker_settles_nothing() {
+    let (captured, _) = logged_quietly(
+        EnvFilter::new("info"),
+        Quiet::ByTheCratesLayer,
+        async |_| {
+            let settles_nothing = ruststream::AckError::Unsupported;
+            let timed_out = ruststream::AckError::Timeout;
+            tracing::warn!(
+                target: "ruststream::dispatch",
+                subscription = "hidden",
+                error = %settles_nothing,
+                "ack / nack failed",
+            );
+            tracing::warn!(
+                target: "ruststream::dispatch",
+                subscription = "timed-out",
+                error = %timed_out,
+                "ack / nack failed",
+            );
+            tracing::warn!(
+                target: "elsewhere",
+                subscription = "another-target",
+                error = %settles_nothing,
+                "ack / nack failed",
+            );
+            tracing::error!(
+                target: "ruststream::dispatch",
+                subscription = "another-level",
+                error = %settles_nothing,
+                "ack / nack failed",
+            );
+        },
+    );
+    let text = captured.text();
+    assert_eq!(captured.count("\"hidden\""), 0, "{text}");
+    for shown in [
+        "subscription=\"timed-out\"",
+        "subscription=\"another-target\"",
+        "subscription=\"another-level\"",
+    ] {
+        assert_eq!(captured.count(shown), 1, "{shown}: {text}");
+    }
 }
 
 /// The scenarios on one backend: a module `$module` of tests on the sockets of `$sockets`.
@@ -289,6 +370,37 @@ macro_rules! scenarios {
                 assert_eq!(lost.len(), 1, "{text}");
                 assert!(
                     lost[0].contains("WARN") && lost[0].contains("payments.dead@"),
+                    "{text}"
+                );
+                assert_eq!(log.count("ack / nack failed"), 0, "{text}");
+            }
+
+            #[test]
+            fn the_crates_layer_silences_the_ack_nack_warning_and_keeps_the_others_of_its_target() {
+                let log =
+                    run_service_quiet::<$sockets>(EnvFilter::new("info"), Quiet::ByTheCratesLayer);
+                let text = log.text();
+                assert_eq!(log.count("ack / nack failed"), 0, "{text}");
+                for kept in ["retry attempts exhausted", "codec decode failed"] {
+                    let lines: Vec<&str> = text.lines().filter(|l| l.contains(kept)).collect();
+                    assert_eq!(lines.len(), 1, "{kept}: {text}");
+                    assert!(
+                        lines[0].contains("WARN") && lines[0].contains("ruststream::dispatch"),
+                        "{text}"
+                    );
+                }
+            }
+
+            #[test]
+            fn the_crates_layer_keeps_the_runtimes_warning_of_a_lost_retry_copy() {
+                let log = run_service_losing_a_copy_quiet::<$sockets>(
+                    EnvFilter::new("info"),
+                    Quiet::ByTheCratesLayer,
+                );
+                let text = log.text();
+                assert_eq!(
+                    log.count("publishing the retry copy failed; message lost"),
+                    1,
                     "{text}"
                 );
                 assert_eq!(log.count("ack / nack failed"), 0, "{text}");
