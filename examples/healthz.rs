@@ -26,8 +26,8 @@ use hyper_util::{rt::TokioIo, service::TowerToHyperService};
 use ruststream_zmq::{Readiness, prelude::*};
 use tokio::{net::TcpListener, sync::Semaphore};
 
-/// Connections served at once; the next ones wait in the kernel's queue, costing the process no
-/// file descriptor.
+/// Connections served at once; the next ones wait in the kernel's queue (128, tokio's backlog;
+/// past it, their connects are retried), costing the process no file descriptor.
 const MAX_CONNECTIONS: usize = 64;
 /// How long a connection is served, its request included: a probe needs milliseconds.
 const CONNECTION_TIME: Duration = Duration::from_secs(1);
