@@ -522,6 +522,17 @@ fn decode(text: &str, what: &str, into: &mut [u8; 32]) -> Result<(), ZmqError> {
     if text.len() != 40 {
         return Err(refused());
     }
+    // The position, never the character: the text may be a secret key.
+    if let Some(at) = text.bytes().position(|byte| !Z85_ALPHABET.contains(&byte)) {
+        return Err(ZmqError::CurveKey {
+            what: what.to_owned(),
+            why: format!(
+                "a CURVE key is 40 characters of Z85; character {} of this text is outside its \
+                 alphabet",
+                at + 1
+            ),
+        });
+    }
     // Zeroed on drop: a secret key's bytes pass through it.
     let bytes = z85::decode(text).map(Zeroizing::new);
     match bytes {
@@ -531,12 +542,16 @@ fn decode(text: &str, what: &str, into: &mut [u8; 32]) -> Result<(), ZmqError> {
         }
         _ => Err(ZmqError::CurveKey {
             what: what.to_owned(),
-            why: "a CURVE key is 40 characters of Z85; this text has characters outside its \
-                  alphabet"
+            why: "a CURVE key is 40 characters of Z85 that decode to 32 bytes; this text does \
+                  not (a `#` pads a shorter value, or a group of 5 exceeds 32 bits)"
                 .to_owned(),
         }),
     }
 }
+
+/// Z85's 85 characters (ZeroMQ RFC 32).
+const Z85_ALPHABET: &[u8; 85] =
+    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
 
 fn encode(bytes: &[u8; 32]) -> String {
     z85::encode(bytes)

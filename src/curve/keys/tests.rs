@@ -22,7 +22,8 @@ fn certificate(name: &str, public: &str, mode: u32) -> std::path::PathBuf {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
-    path
+    // Errors name the resolved path: the temporary directory may be a link (macOS's `/tmp`).
+    std::fs::canonicalize(path).unwrap()
 }
 
 #[test]
@@ -145,11 +146,31 @@ fn a_public_certificate_is_not_taken_for_a_key_pair() {
 }
 
 #[test]
-fn forty_characters_outside_z85_are_refused_not_read_as_a_key() {
+fn forty_characters_outside_z85_are_refused_naming_the_first_bad_position_not_the_text() {
     let err = CurvePublicKey::from_z85(&"~".repeat(40))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("outside its alphabet"), "{err}");
+    assert!(
+        err.contains("character 1 of this text is outside its alphabet"),
+        "{err}"
+    );
+    // A secret with its 17th character (and a later one) out of the alphabet.
+    let bad = format!("{}\"{}\"{}", &SECRET[..16], &SECRET[17..30], &SECRET[31..]);
+    assert_eq!(bad.len(), 40);
+    let err = CurveKeyPair::from_z85(PUBLIC, &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("character 17 of this text"), "{err}");
+    assert!(!err.contains(&SECRET[..8]) && !err.contains('"'), "{err}");
+}
+
+#[test]
+fn forty_z85_characters_that_are_not_32_bytes_are_refused() {
+    // `#` pads a value shorter than a group of 4 bytes; a group of 5 may exceed 32 bits.
+    for text in [format!("{}#####", &PUBLIC[..35]), "%".repeat(40)] {
+        let err = CurvePublicKey::from_z85(&text).unwrap_err().to_string();
+        assert!(err.contains("decode to 32 bytes"), "{text}: {err}");
+    }
 }
 
 /// A directory of this test's own, `0755`, by its resolved path (errors name that one).
