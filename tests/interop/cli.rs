@@ -1638,3 +1638,30 @@ async fn json_prints_a_failure_as_one_object_on_stderr_and_the_send_summary_on_s
         pull.expect(&format!("message {n}")).await;
     }
 }
+
+/// `zmqs completions bash` is a script bash loads, which completes the commands and their
+/// flags: run in a real bash, as a user's shell would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_for_bash_complete_the_commands_and_their_flags() {
+    logs();
+    let script = format!(
+        "source <({ZMQS} completions bash) && \
+         COMP_WORDS=(zmqs se) COMP_CWORD=1 && _zmqs zmqs se zmqs && echo \"[${{COMPREPLY[*]}}]\" && \
+         COMP_WORDS=(zmqs send --curve-s) COMP_CWORD=2 && _zmqs zmqs --curve-s send && \
+         echo \"[${{COMPREPLY[*]}}]\""
+    );
+    let out = tokio::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        said,
+        "[send]\n[--curve-server]\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ran = run(&["completions", "nosuchshell"]).await;
+    ran.failed_with(2, "invalid value 'nosuchshell'");
+}

@@ -8,6 +8,7 @@ mod keys;
 mod lines;
 mod link;
 mod send;
+mod stat;
 mod tail;
 
 use std::{process::ExitCode, time::Duration};
@@ -62,6 +63,26 @@ enum Command {
     Ask(ask::Ask),
     #[command(subcommand)]
     Keys(keys::Keys),
+    Completions(Completions),
+    Stat(stat::Stat),
+}
+
+/// Print the shell completion script for zmqs
+///
+/// bash: `source <(zmqs completions bash)`, or save it in
+/// /etc/bash_completion.d/zmqs; zsh: save it as `_zmqs` on $fpath; fish: save it in
+/// ~/.config/fish/completions/zmqs.fish.
+#[derive(clap::Args)]
+struct Completions {
+    /// The shell
+    shell: clap_complete::Shell,
+}
+
+impl Completions {
+    fn print(&self) {
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(self.shell, &mut command, "zmqs", &mut std::io::stdout());
+    }
 }
 
 /// Why a command stopped short, and the status a script reads.
@@ -290,6 +311,11 @@ fn main() -> ExitCode {
                 Command::Tail(command) => command.run().await,
                 Command::Ask(command) => command.run().await,
                 Command::Keys(command) => command.run(),
+                Command::Completions(command) => {
+                    command.print();
+                    Ok(())
+                }
+                Command::Stat(command) => command.run().await,
             }
         };
         // Ctrl-C anywhere ends with 130. A command that has counted something waits on the
