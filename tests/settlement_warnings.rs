@@ -103,16 +103,8 @@ enum Quiet {
 }
 
 /// Runs `service` on a current-thread runtime (so the thread's subscriber sees every task) with
-/// its log under `filter`, the handler calls counted from zero; answers the log and the calls,
-/// read before another test may count its own.
-fn logged_under<F: Future<Output = ()>>(
-    filter: EnvFilter,
-    service: impl FnOnce(Captured) -> F,
-) -> (Captured, usize) {
-    logged_quietly(filter, Quiet::Not, service)
-}
-
-/// [`logged_under`], with the crate's layer added where `quiet` says.
+/// its log under `filter`, and the crate's layer where `quiet` says, the handler calls counted
+/// from zero; answers the log and the calls, read before another test may count its own.
 fn logged_quietly<F: Future<Output = ()>>(
     filter: EnvFilter,
     quiet: Quiet,

@@ -245,7 +245,7 @@ async fn a_dialing_publisher_starts_without_its_peer_and_reaches_it_once_it_list
         .expect("the job within the wait")
         .unwrap()
         .unwrap();
-    assert_eq!(first.payload().as_ref(), b"1");
+    assert_eq!(first.payload(), b"1");
     sending.await.unwrap().unwrap();
     drop(stream);
     drop(taken);
