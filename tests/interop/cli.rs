@@ -1665,3 +1665,41 @@ async fn completions_for_bash_complete_the_commands_and_their_flags() {
     let ran = run(&["completions", "nosuchshell"]).await;
     ran.failed_with(2, "invalid value 'nosuchshell'");
 }
+
+/// `--timeout` is the longest wait for the next thing, in `tail` as in `send` and `ask`: a tail
+/// whose messages come 1 s apart runs past a 2.5 s timeout, and ends 2.5 s after the last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_timeout_is_the_longest_wait_for_the_next_message_not_the_whole_run() {
+    logs();
+    let mut tail = Running::start(&[
+        "tail",
+        "tcp://127.0.0.1:0",
+        "payments",
+        "--bind",
+        "--count",
+        "5",
+        "--timeout",
+        "2500ms",
+    ]);
+    let address = tail.listening().await;
+    let mut push = PyPeer::connect("PUSH", &address, json!({})).await;
+    let started = std::time::Instant::now();
+    for id in 1..=4 {
+        if id > 1 {
+            // The spacing under test: each gap short of the timeout, all four past it.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        push.send_json(json!({ "id": id })).await;
+        assert_eq!(
+            tail.expect_line(&format!("message {id}")).await["payload"],
+            json!({ "id": id })
+        );
+    }
+    assert!(started.elapsed() > Duration::from_millis(2500));
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("4 of 5 messages arrived, then none within 2.5s"),
+        "{stderr}"
+    );
+}

@@ -10,7 +10,6 @@ use clap::Args;
 use futures::StreamExt;
 use ruststream::Subscriber;
 use ruststream_zmq::{FanoutKind, OneWay, QueueKind, ZmqMessage, ZmqSubscriber};
-use tokio::time::Instant;
 
 use crate::{
     EXIT_STATUSES, Failure, lines,
@@ -45,7 +44,8 @@ pub struct Tail {
     #[arg(long, short = 'n', value_parser = crate::at_least_one::<u64>())]
     count: Option<u64>,
 
-    /// Stop after this long in all [default: never]
+    /// Stop once this long passes with no message (the first counted from the subscription),
+    /// as --timeout is in every command the longest wait for the next thing [default: never]
     #[arg(long, value_parser = crate::duration)]
     timeout: Option<Duration>,
 
@@ -67,7 +67,6 @@ impl Tail {
     where
         P: OneWay + ruststream_zmq::Pattern<Subscriber = ZmqSubscriber>,
     {
-        let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
         let link = Link::<P>::connect(
             &self.endpoint,
             &self.socket,
@@ -80,7 +79,7 @@ impl Tail {
         let read = match link.subscribe(&self.name).await {
             Ok(subscriber) => {
                 link.announce(Duration::from_secs(5)).await;
-                self.read(subscriber, deadline).await
+                self.read(subscriber).await
             }
             Err(err) => Err(err.into()),
         };
@@ -96,11 +95,7 @@ impl Tail {
         read
     }
 
-    async fn read(
-        &self,
-        mut subscriber: ZmqSubscriber,
-        deadline: Option<Instant>,
-    ) -> Result<(), Failure> {
+    async fn read(&self, mut subscriber: ZmqSubscriber) -> Result<(), Failure> {
         let mut stream = std::pin::pin!(subscriber.stream());
         let mut stdout = std::io::stdout().lock();
         let mut seen = 0u64;
@@ -108,8 +103,8 @@ impl Tail {
         tokio::pin!(interrupted);
         while self.count.is_none_or(|count| seen < count) {
             let next = async {
-                match deadline {
-                    Some(deadline) => tokio::time::timeout_at(deadline, stream.next()).await.ok(),
+                match self.timeout {
+                    Some(timeout) => tokio::time::timeout(timeout, stream.next()).await.ok(),
                     None => Some(stream.next().await),
                 }
             };
@@ -156,8 +151,11 @@ impl Tail {
     fn timed_out(&self, seen: u64) -> Result<(), Failure> {
         let timeout = self.timeout.unwrap_or_default();
         match self.count {
+            Some(count) if seen == 0 => Err(Failure::TimedOut(format!(
+                "0 of {count} messages arrived within {timeout:?}"
+            ))),
             Some(count) => Err(Failure::TimedOut(format!(
-                "{seen} of {count} messages arrived within {timeout:?}"
+                "{seen} of {count} messages arrived, then none within {timeout:?}"
             ))),
             None if seen == 0 => Err(Failure::TimedOut(format!(
                 "no message arrived within {timeout:?}"
