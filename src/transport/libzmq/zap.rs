@@ -9,18 +9,18 @@
 //! knows a server's key while no handler is bound (ZeroMQ's "Stonehouse" fallback; the option
 //! that would refuse instead, `ZMQ_ZAP_ENFORCE_DOMAIN`, is a draft one that stable libzmq builds
 //! lack). A signal that interrupts its wait is resumed. Anything else that stops it (its socket
-//! fails, its thread panics) aborts the process, after an ERROR naming the
-//! endpoints that relied on it, without ever unbinding the handler: there is no moment when a
-//! client off a list is admitted.
+//! fails, its thread panics) aborts the process, after an ERROR naming the endpoints that relied
+//! on it, without ever unbinding the handler: there is no moment when a client off a list is
+//! admitted.
 //!
-//! A refused client is logged as [`curve_keys`](crate::transport::curve_keys) says. libzmq then reports the failed handshake to the socket's monitor, which
-//! would count it, but it misses most refusals of clients that leave at once (a flood of new
-//! keys showed a quarter of them): so the handler counts each refusal itself, on the broker's
-//! [`ZmqMonitor`], and the monitor's count of failed handshakes leaves out a listener's failed
-//! authentications. The handler writes no log line itself: it answers every handshake of the process,
-//! so it hands each warning to a thread of its own ([`WARNINGS`] at most waiting; past that a
-//! warning is counted, and told by the endpoint's next line), and a slow log holds up no
-//! handshake.
+//! A refused client is logged as [`curve_keys`](crate::transport::curve_keys) says. libzmq
+//! also reports the failed handshake to the socket's monitor, but it misses most refusals of
+//! clients that leave at once (a flood of new keys showed a quarter of them): so the handler
+//! counts each refusal itself, on the broker's [`ZmqMonitor`], and the watcher leaves a
+//! listener's failed authentications out. The handler writes no log line itself: it answers
+//! every handshake of the process, so it hands each warning to a thread of its own
+//! ([`WARNINGS`] at most waiting; past that a warning is counted, and told by the endpoint's next
+//! line), and a slow log holds up no handshake.
 
 use std::{
     collections::HashMap,
