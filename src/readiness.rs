@@ -13,7 +13,7 @@ use crate::monitor::ZmqMonitor;
 
 /// Whether a service is ready for work: it runs, every subscription it started still consumes,
 /// and each broker it needs a peer on has one. The runtime's [`HealthProbe`] answers the first
-/// two, as its own `/readyz` example does; the [`ZmqMonitor`]s the third.
+/// two, as the framework's `http_outbox` example does on `/healthz`; the [`ZmqMonitor`]s the third.
 ///
 /// ```no_run
 /// use ruststream_zmq::{Readiness, ZmqEndpoint, ZmqQueue};
