@@ -1703,3 +1703,53 @@ async fn tail_timeout_is_the_longest_wait_for_the_next_message_not_the_whole_run
         "{stderr}"
     );
 }
+
+/// `ZMQS_ENDPOINT` gives the endpoint where the command line leaves it out: the words move up
+/// one (`zmqs send payments '{}'`); an endpoint given still wins, and a word too many or a NAME
+/// left out is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_comes_from_zmqs_endpoint_where_the_command_line_leaves_it_out() {
+    logs();
+    let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
+    let with_env = |args: &[&str], endpoint: &str| {
+        let mut command = zmqs(args);
+        command.env("ZMQS_ENDPOINT", endpoint);
+        command
+    };
+    let args = ["send", "payments", r#"{"id":1}"#];
+    let ran = run_command(
+        with_env(&args, &pull.endpoint.clone()),
+        &args,
+        b"",
+        STEP * 2,
+    )
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    let received = pull.expect("the message sent to ZMQS_ENDPOINT").await;
+    assert_eq!(received.payload(), json!({"id": 1}));
+    // An endpoint on the command line wins over the variable's.
+    let args = ["send", &pull.endpoint.clone(), "payments", r#"{"id":2}"#];
+    let elsewhere = free_port().await;
+    let ran = run_command(with_env(&args, &elsewhere), &args, b"", STEP * 2).await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert_eq!(pull.expect("the second").await.payload(), json!({"id": 2}));
+
+    let router = PyPeer::echo_router("tcp://127.0.0.1:*").await;
+    let args = ["ask", "quotes", r#"{"id":3}"#];
+    let ran = run_command(
+        with_env(&args, &router.endpoint.clone()),
+        &args,
+        b"",
+        STEP * 2,
+    )
+    .await;
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert_eq!(ran.json_lines()[0]["payload"], json!({"id": 3}));
+
+    let args = ["send", "payments", "{}", "extra"];
+    let ran = run_command(with_env(&args, &elsewhere), &args, b"", STEP * 2).await;
+    ran.failed_with(2, "one word too many");
+    let args = ["tail", &elsewhere];
+    let ran = run(&args).await;
+    ran.failed_with(2, "a NAME is needed after the endpoint");
+}

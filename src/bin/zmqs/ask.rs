@@ -25,11 +25,12 @@ use crate::{
 #[derive(Args)]
 #[command(after_help = EXIT_STATUSES)]
 pub struct Ask {
-    /// The responder's endpoint: tcp://host:port or ipc://path
+    /// The responder's endpoint: tcp://host:port or ipc://path [env: ZMQS_ENDPOINT, where
+    /// this word is left out]
     endpoint: String,
 
     /// The request's name
-    name: String,
+    name: Option<String>,
 
     /// The payload; `-` or nothing reads stdin
     payload: Option<String>,
@@ -60,10 +61,20 @@ pub struct Ask {
 }
 
 impl Ask {
+    /// The NAME, there once `run` has read the words.
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+
     pub async fn run(mut self) -> Result<(), Failure> {
         self.socket.fill_from_env();
+        crate::link::endpoint_from_env(
+            &mut self.endpoint,
+            &mut self.name,
+            Some(&mut self.payload),
+        )?;
         let headers = crate::send::headers(&self.headers)?;
-        wire::encode(&self.name, &headers, Bytes::new())
+        wire::encode(self.name(), &headers, Bytes::new())
             .map_err(|err| Failure::Usage(err.to_string()))?;
         let payload = crate::send::read_payload(None, self.payload.as_deref())?;
         if !self.raw {
@@ -116,7 +127,7 @@ impl Ask {
         headers: HeaderMap,
     ) -> Result<(), Failure> {
         let started = Instant::now();
-        let answer = ask(requester, &self.name, &payload, headers, self.timeout).await?;
+        let answer = ask(requester, self.name(), &payload, headers, self.timeout).await?;
         let round_trip = started.elapsed();
         let mut line = lines::message(&answer, SystemTime::now());
         line.insert("round_trip_ms", &json!(millis(round_trip)));
@@ -138,7 +149,7 @@ impl Ask {
                 let payload = payload.clone();
                 async move {
                     let asked = Instant::now();
-                    ask(requester, &self.name, &payload, headers, self.timeout)
+                    ask(requester, self.name(), &payload, headers, self.timeout)
                         .await
                         .map(|_| asked.elapsed())
                 }

@@ -62,6 +62,42 @@ pub struct CurveArgs {
     pub curve_allow_any: bool,
 }
 
+/// The environment variable that gives the endpoint where the command line leaves it out.
+pub const ENDPOINT_VAR: &str = "ZMQS_ENDPOINT";
+
+/// A socket command's words: ENDPOINT NAME (and PAYLOAD, where `payload` is given). Where the
+/// first word is not an endpoint (it has no `://`) and `ZMQS_ENDPOINT` is set, the endpoint is
+/// the variable's and the words move up one: `zmqs send payments '{}'`.
+pub fn endpoint_from_env(
+    endpoint: &mut String,
+    name: &mut Option<String>,
+    payload: Option<&mut Option<String>>,
+) -> Result<(), Failure> {
+    let var = std::env::var(ENDPOINT_VAR)
+        .ok()
+        .filter(|value| !value.is_empty());
+    if let (false, Some(from_env)) = (endpoint.contains("://"), var) {
+        let first = std::mem::replace(endpoint, from_env);
+        let second = name.replace(first);
+        let spare = match payload {
+            Some(payload) => std::mem::replace(payload, second),
+            None => second,
+        };
+        if spare.is_some() {
+            return Err(Failure::Usage(format!(
+                "{ENDPOINT_VAR} gives the endpoint, so the words are NAME and what follows it: \
+                 one word too many"
+            )));
+        }
+    }
+    if name.is_none() {
+        return Err(Failure::Usage(format!(
+            "a NAME is needed after the endpoint (or set {ENDPOINT_VAR} and give the NAME first)"
+        )));
+    }
+    Ok(())
+}
+
 /// The environment variables that give a CURVE key file the command line left out.
 pub const KEYS_VAR: &str = "ZMQS_CURVE_KEYS";
 pub const SERVER_VAR: &str = "ZMQS_CURVE_SERVER";

@@ -21,11 +21,12 @@ use crate::{
 #[derive(Args)]
 #[command(after_help = EXIT_STATUSES)]
 pub struct Send {
-    /// The endpoint: tcp://host:port or ipc://path
+    /// The endpoint: tcp://host:port or ipc://path [env: ZMQS_ENDPOINT, where this word is
+    /// left out]
     endpoint: String,
 
     /// The message's name: the queue's, or the fan-out's topic
-    name: String,
+    name: Option<String>,
 
     /// The payload; `-` reads stdin
     payload: Option<String>,
@@ -83,18 +84,33 @@ pub struct Send {
 }
 
 impl Send {
+    /// The NAME, there once `run` has read the words.
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+
     pub async fn run(mut self) -> Result<(), Failure> {
         self.socket.fill_from_env();
+        crate::link::endpoint_from_env(
+            &mut self.endpoint,
+            &mut self.name,
+            Some(&mut self.payload),
+        )?;
+        if self.file.is_some() && self.payload.is_some() {
+            return Err(Failure::Usage(
+                "a PAYLOAD and --file say two things: give one".into(),
+            ));
+        }
         // The command line is checked before stdin is read.
         let headers = headers(&self.headers)?;
         // The crate's own encoder says whether the name and headers can be sent, before any
         // socket is opened.
-        wire::encode(&self.name, &headers, Bytes::new())
+        wire::encode(self.name(), &headers, Bytes::new())
             .map_err(|err| Failure::Usage(err.to_string()))?;
-        if self.name.contains('@') {
+        if self.name().contains('@') {
             return Err(Failure::Usage(format!(
                 "`{}` names another endpoint: give the endpoint as the first argument",
-                self.name
+                self.name()
             )));
         }
         let payloads = self.payloads()?;
@@ -188,7 +204,7 @@ impl Send {
                     }
                 }
                 let message = OutgoingMessage::assembled(
-                    self.name.as_str(),
+                    self.name(),
                     BytesMut::from(&payload[..]),
                     headers.clone(),
                 );

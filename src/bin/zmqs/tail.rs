@@ -25,11 +25,12 @@ use crate::{
 #[derive(Args)]
 #[command(after_help = EXIT_STATUSES)]
 pub struct Tail {
-    /// The endpoint: tcp://host:port or ipc://path
+    /// The endpoint: tcp://host:port or ipc://path [env: ZMQS_ENDPOINT, where this word is
+    /// left out]
     endpoint: String,
 
     /// The queue's name, or the fan-out prefix to subscribe to (`""` for every topic)
-    name: String,
+    name: Option<String>,
 
     /// Read a fan-out (SUB) rather than a queue (PULL)
     #[arg(long)]
@@ -54,8 +55,14 @@ pub struct Tail {
 }
 
 impl Tail {
+    /// The NAME, there once `run` has read the words.
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+
     pub async fn run(mut self) -> Result<(), Failure> {
         self.socket.fill_from_env();
+        crate::link::endpoint_from_env(&mut self.endpoint, &mut self.name, None)?;
         if self.fanout {
             self.tail::<FanoutKind>().await
         } else {
@@ -76,7 +83,7 @@ impl Tail {
             },
         )
         .await?;
-        let read = match link.subscribe(&self.name).await {
+        let read = match link.subscribe(self.name()).await {
             Ok(subscriber) => {
                 link.announce(Duration::from_secs(5)).await;
                 self.read(subscriber).await
