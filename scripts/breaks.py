@@ -79,7 +79,7 @@ def main():
                 # The topic: the test's file (live, interop) or module (lib), not the test.
                 parts = [p for p in name.split("::") if p and not p.startswith("on_")]
                 name = parts[0] + "::" if parts else name
-            selector = {"lib": ["--lib"], "zmqs": ["--bin", "zmqs"]}.get(target, ["--test", target])
+            selector = {"lib": ["--lib"], "doc": ["--doc"], "zmqs": ["--bin", "zmqs"]}.get(target, ["--test", target])
             cmd = ["cargo", "test", "--features", FEATURES, *selector, name]
             if entry.get("exact") == "yes" and not args.before:
                 cmd += ["--", "--exact"]
