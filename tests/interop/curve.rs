@@ -297,7 +297,13 @@ async fn answer(ask: &Ask) -> Ask {
 async fn curve_responder(
     endpoint: ZmqEndpoint<Bound, Curve>,
 ) -> (ruststream::runtime::RunningApp, ZmqMonitor) {
-    let broker = ZmqRpc::new(endpoint);
+    // Keys for the copies' queue, which nothing here sends to: a CURVE broker refuses at startup
+    // a destination it could not reach.
+    let retries = ZmqEndpoint::dial("tcp://127.0.0.1:1").curve(
+        CurveKeyPair::generate().unwrap(),
+        CurveKeyPair::generate().unwrap().public(),
+    );
+    let broker = ZmqRpc::new(endpoint).destination(retries);
     let monitor = broker.monitor();
     let app = RustStream::new(AppInfo::new("curve-rpc", "0.1.0")).with_broker(broker, |b| {
         b.include(
