@@ -1753,3 +1753,24 @@ async fn the_endpoint_comes_from_zmqs_endpoint_where_the_command_line_leaves_it_
     let ran = run(&args).await;
     ran.failed_with(2, "a NAME is needed after the endpoint");
 }
+
+/// A tail with no deadline that dials a socket it cannot talk to (a fan-out's PUB, without
+/// `--fanout`) says why on stderr while it waits, rather than wait in silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tail_without_a_deadline_says_why_it_has_no_peer_while_it_waits() {
+    logs();
+    let publisher = PyPeer::bind("PUB", "tcp://127.0.0.1:*", json!({})).await;
+    let tail = Running::start(&["tail", &publisher.endpoint.clone(), "prices"]);
+    let said = until(STEP, "the tail to say why it has no peer", || {
+        let stderr = tail.stderr();
+        stderr
+            .lines()
+            .find(|line| line.starts_with("zmqs: no peer yet, still waiting: "))
+            .map(str::to_owned)
+    })
+    .await;
+    assert!(said.ends_with("is a PUB, and this command's PULL does not talk to one: it publishes a fan-out: add --fanout to read it"), "{said}");
+    tail.interrupt();
+    let (status, stderr) = tail.finish().await;
+    assert_eq!(status.code(), Some(130), "it waited on: {stderr}");
+}

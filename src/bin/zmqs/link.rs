@@ -277,6 +277,28 @@ impl<P: Pattern> Link<P> {
         }
     }
 
+    /// Where this side dials and still has no peer `after` it started, says on stderr why (the
+    /// probe of [`diagnose`](crate::diagnose)) once, and waits on: for a command with no
+    /// deadline, which would otherwise wait in silence. Never returns.
+    pub async fn warn_while_alone(
+        &self,
+        after: Duration,
+        dialer: crate::diagnose::Dialer,
+    ) -> std::convert::Infallible {
+        let monitor = self.monitor();
+        if let Self::Dialing(_) = self {
+            tokio::time::sleep(after).await;
+            if monitor.peers_connected() == 0 {
+                if let Some(cause) = crate::diagnose::why(monitor.endpoint(), dialer).await {
+                    if monitor.peers_connected() == 0 {
+                        eprintln!("zmqs: no peer yet, still waiting: {}", cause.message());
+                    }
+                }
+            }
+        }
+        std::future::pending().await
+    }
+
     /// Waits until a peer is connected, or fails naming the endpoint after `within`.
     pub async fn await_peer(&self, within: Duration) -> Result<(), Failure> {
         let deadline = Instant::now() + within;

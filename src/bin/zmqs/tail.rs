@@ -54,6 +54,9 @@ pub struct Tail {
     socket: Socket,
 }
 
+/// How long a dialing tail waits for a peer before it says why there is none (and waits on).
+const ALONE: Duration = Duration::from_secs(3);
+
 impl Tail {
     /// The NAME, there once `run` has read the words.
     fn name(&self) -> &str {
@@ -83,16 +86,21 @@ impl Tail {
             },
         )
         .await?;
-        let read = match link.subscribe(self.name()).await {
-            Ok(subscriber) => {
-                link.announce(Duration::from_secs(5)).await;
-                self.read(subscriber).await
-            }
-            Err(err) => Err(err.into()),
-        };
         let dialer = crate::diagnose::Dialer {
             socket: if self.fanout { "SUB" } else { "PULL" },
             curve: self.socket.curve.curve_server.is_some(),
+        };
+        let read = match link.subscribe(self.name()).await {
+            Ok(subscriber) => {
+                link.announce(Duration::from_secs(5)).await;
+                // A tail may wait long, or for good: the cause of a silence is said meanwhile.
+                tokio::select! {
+                    biased;
+                    read = self.read(subscriber) => read,
+                    never = link.warn_while_alone(ALONE, dialer) => match never {},
+                }
+            }
+            Err(err) => Err(err.into()),
         };
         let read = match read {
             Err(failure) => Err(link.explain(failure, dialer).await),
