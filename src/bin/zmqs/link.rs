@@ -288,12 +288,12 @@ impl<P: Pattern> Link<P> {
         let monitor = self.monitor();
         if let Self::Dialing(_) = self {
             tokio::time::sleep(after).await;
-            if monitor.peers_connected() == 0 {
-                if let Some(cause) = crate::diagnose::why(monitor.endpoint(), dialer).await {
-                    if monitor.peers_connected() == 0 {
-                        eprintln!("zmqs: no peer yet, still waiting: {}", cause.message());
-                    }
-                }
+            // Asked only while alone, and said only if still alone once the probe answered.
+            if monitor.peers_connected() == 0
+                && let Some(cause) = crate::diagnose::why(monitor.endpoint(), dialer).await
+                && monitor.peers_connected() == 0
+            {
+                eprintln!("zmqs: no peer yet, still waiting: {}", cause.message());
             }
         }
         std::future::pending().await
