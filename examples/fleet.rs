@@ -802,7 +802,10 @@ async fn worker<B: Net>(args: &Args) -> Result<(), Failure> {
             |b| {
                 // Acked always: the destination is there because a dialing registration must name
                 // one, and under CURVE one this process's sockets can reach (its retry queue's).
-                b.include(hear.name("progress").out_retry(format!("progress.retry@{retry_at}")));
+                b.include(
+                    hear.name("progress")
+                        .out_retry(format!("progress.retry@{retry_at}")),
+                );
             },
         )
         .start()
