@@ -935,16 +935,19 @@ async fn ask_count_stops_on_ctrl_c_with_its_summary_and_status_130() {
 async fn send_reading_a_terminal_says_it_waits_for_the_payload_and_sends_what_is_typed() {
     logs();
     let mut pull = PyPeer::bind("PULL", "tcp://127.0.0.1:*", json!({})).await;
-    const TYPIST: &str = r#"import os, pty, subprocess, sys
+    // A zmqs that says nothing must fail the test, not hang it: the typist waits 10 s for the
+    // line, then types anyway.
+    const TYPIST: &str = r#"import os, pty, select, subprocess, sys
 main, tty = pty.openpty()
 child = subprocess.Popen(sys.argv[1:], stdin=tty, stderr=subprocess.PIPE)
 os.close(tty)
-said = child.stderr.readline()
+ready, _, _ = select.select([child.stderr], [], [], 10)
+said = child.stderr.readline() if ready else b''
 os.write(main, b'{"typed": 1}\n\x04')
 rest = child.stderr.read()
 print(child.wait(), repr(said + rest))
 "#;
-    let out = tokio::process::Command::new(python())
+    let typist = tokio::process::Command::new(python())
         .args([
             "-c",
             TYPIST,
@@ -954,8 +957,11 @@ print(child.wait(), repr(said + rest))
             "payments",
         ])
         .args(["--backend", BACKEND.name()])
-        .output()
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(STEP * 2, typist)
         .await
+        .expect("the typist and zmqs within the wait")
         .unwrap();
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(
