@@ -99,7 +99,8 @@ impl ZmqEndpoint<Bound, WantsClients> {
     /// Admits only these client keys (features `libzmq`, `omq`), and this process's own sockets. A
     /// client with another key is refused at its handshake: counted in
     /// [`ZmqMonitor::peers_refused`](crate::ZmqMonitor::peers_refused), and logged once a burst
-    /// per key with the key's fingerprint. An empty list admits this process's sockets alone: a
+    /// per key with the key's fingerprint, within a budget of lines per endpoint
+    /// ([security](crate::guide::security)). An empty list admits this process's sockets alone: a
     /// queue that only this process sends to (its own retry queue, say).
     ///
     /// The list is the endpoint's, fixed here: a clone of the endpoint has the same list, and
