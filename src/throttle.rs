@@ -19,9 +19,11 @@ pub(crate) const REMIND_EVERY: Duration = Duration::from_secs(60);
 pub(crate) const QUIET_AFTER: Duration = Duration::from_secs(10);
 
 /// How many refusal lines an endpoint writes at once, its budget full.
+#[cfg(curve)]
 pub(crate) const LINES_AT_ONCE: u32 = 10;
 /// How often an endpoint's budget earns one more line, up to [`LINES_AT_ONCE`]: over any span
 /// of time T, an endpoint writes at most `LINES_AT_ONCE + ceil(T / LINE_EVERY)` lines.
+#[cfg(curve)]
 pub(crate) const LINE_EVERY: Duration = Duration::from_secs(6);
 
 /// What to log for one refusal.
@@ -140,6 +142,7 @@ impl<K: Eq + Hash> Throttle<K> {
 
 /// The lines one endpoint may write: [`LINES_AT_ONCE`] at once, then one each [`LINE_EVERY`],
 /// whatever the keys; the lines it withholds are counted until the next it lets through.
+#[cfg(curve)]
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
     lines: u32,
@@ -148,6 +151,7 @@ pub(crate) struct Budget {
     withheld: u64,
 }
 
+#[cfg(curve)]
 impl Budget {
     pub(crate) fn new(now: Instant) -> Self {
         Self {
@@ -185,6 +189,13 @@ impl Budget {
     }
 
     /// A line let through that could not be written after all: counted with the withheld ones.
+    #[cfg_attr(
+        not(any(feature = "libzmq", test)),
+        expect(
+            dead_code,
+            reason = "only libzmq hands its lines to a queue that can be full"
+        )
+    )]
     pub(crate) fn unwritten(&mut self, lines: u64) {
         self.withheld += lines;
     }
@@ -192,6 +203,7 @@ impl Budget {
 
 /// A line to write for a refused peer: what it says, whether it stands for the keys past the
 /// most named, and how many lines the endpoint's budget withheld before it.
+#[cfg(curve)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Line {
     pub(crate) say: Say,
@@ -201,12 +213,14 @@ pub(crate) struct Line {
 
 /// One endpoint's refusals: a burst a key ([`Throttle`]), and every line within the
 /// endpoint's [`Budget`].
+#[cfg(curve)]
 #[derive(Debug)]
 pub(crate) struct Refusals<K> {
     keys: Throttle<K>,
     budget: Budget,
 }
 
+#[cfg(curve)]
 impl<K: Eq + Hash> Refusals<K> {
     /// An endpoint's refusals, naming at most `most` keys, its budget full at `now`.
     pub(crate) fn new(most: usize, now: Instant) -> Self {
@@ -231,6 +245,7 @@ impl<K: Eq + Hash> Refusals<K> {
     }
 
     /// A line [`note`](Self::note) let through that could not be written: told in the next.
+    #[cfg(feature = "libzmq")]
     pub(crate) fn unwritten(&mut self) {
         self.budget.unwritten(1);
     }
@@ -333,6 +348,7 @@ mod tests {
     }
 
     /// A peer of a new key every millisecond for `span`: the lines written, with when.
+    #[cfg(curve)]
     fn rotating_keys(span: Duration) -> (Vec<(Duration, Line)>, u64) {
         let start = Instant::now();
         // Every key named, so that each refusal would be a line of its own but for the budget.
@@ -350,6 +366,7 @@ mod tests {
         (written, refused)
     }
 
+    #[cfg(curve)]
     #[test]
     fn an_endpoint_writes_its_budget_of_lines_whatever_the_keys_and_each_says_what_it_withheld() {
         let (written, refused) = rotating_keys(Duration::from_secs(20));
@@ -385,6 +402,7 @@ mod tests {
         );
     }
 
+    #[cfg(curve)]
     #[test]
     fn no_span_of_a_flood_writes_more_than_the_budget_says() {
         let (written, _) = rotating_keys(Duration::from_secs(90));
@@ -402,6 +420,7 @@ mod tests {
         }
     }
 
+    #[cfg(curve)]
     #[test]
     fn a_quiet_endpoint_earns_its_budget_back_and_its_next_line_tells_what_was_withheld() {
         let start = Instant::now();
@@ -425,6 +444,7 @@ mod tests {
         assert_eq!(budget.spend(later), None);
     }
 
+    #[cfg(curve)]
     #[test]
     fn a_key_told_within_its_burst_spends_no_line_of_the_budget() {
         let start = Instant::now();
