@@ -613,52 +613,74 @@ mod responder {
         .unwrap();
         let requester = other.publisher();
 
+        // ruststream-zeromq gives each request's DEALER a random UUID for a routing id. omq
+        // refuses an id that starts with a zero byte (the form libzmq keeps for the ids it makes,
+        // and a claim of one is an attack: guide::security), so on omq about 1 request in 256
+        // is refused at its handshake and times out; the others back ends take it.
+        let refused_on_omq = |result: Result<theirs::ZmqMessage, theirs::ZmqError>| match result {
+            Ok(answer) => Some(answer),
+            Err(theirs::ZmqError::RequestTimeout) if BACKEND == Backend::Omq => None,
+            Err(err) => panic!("the request failed: {err}"),
+        };
+
         // Its own correlation-id comes back; a request without one is matched on the one the
         // requester minted (it returns nothing else).
-        let answer = requester
-            .request(
-                outgoing(
-                    "quotes",
-                    &[("correlation-id", "ask-7"), ("x-client", "zeromq")],
-                    br#"{"id":7}"#,
-                ),
-                Duration::from_secs(5),
-            )
-            .await
-            .unwrap();
-        assert_eq!(answer.name(), "reply");
-        assert_eq!(answer.headers().get_str("correlation-id"), Some("ask-7"));
-        assert_eq!(their(&answer).json(), json!({"id": 7, "price": 70}));
+        let first = refused_on_omq(
+            requester
+                .request(
+                    outgoing(
+                        "quotes",
+                        &[("correlation-id", "ask-7"), ("x-client", "zeromq")],
+                        br#"{"id":7}"#,
+                    ),
+                    Duration::from_secs(5),
+                )
+                .await,
+        );
+        if let Some(answer) = &first {
+            assert_eq!(answer.name(), "reply");
+            assert_eq!(answer.headers().get_str("correlation-id"), Some("ask-7"));
+            assert_eq!(their(answer).json(), json!({"id": 7, "price": 70}));
+        }
 
         let answers = futures::future::join_all((1..=5u64).map(|id| {
             let requester = requester.clone();
             async move {
-                let answer = requester
-                    .request(
-                        outgoing("quotes", &[], json!({"id": id}).to_string().as_bytes()),
-                        Duration::from_secs(5),
-                    )
-                    .await
-                    .unwrap();
-                (id, their(&answer).json())
+                let answer = refused_on_omq(
+                    requester
+                        .request(
+                            outgoing("quotes", &[], json!({"id": id}).to_string().as_bytes()),
+                            Duration::from_secs(5),
+                        )
+                        .await,
+                );
+                (id, answer.map(|answer| their(&answer).json()))
             }
         }))
         .await;
+        let mut refused = u64::from(first.is_none());
         for (id, answer) in answers {
-            assert_eq!(answer, json!({"id": id, "price": id * 10}));
+            match answer {
+                Some(answer) => assert_eq!(answer, json!({"id": id, "price": id * 10})),
+                None => refused += 1,
+            }
         }
+        // Each unanswered request is a handshake the responder refused, and counted.
+        assert_eq!(monitor.peers_refused(), refused, "refused at the handshake");
 
-        // Each request was a connection of its own: the responder saw six peers come and go.
+        // Each request was a connection of its own: the responder saw the six, less the ones it
+        // refused, come and go.
+        let served = 6 - refused;
         until(
             STEP,
-            "six requester connections closed at the responder",
+            "the requester connections closed at the responder",
             || match monitor.peers_lost() {
-                6.. => Ok(()),
-                lost => Err(format!("{lost} closed")),
+                lost if lost >= served => Ok(()),
+                lost => Err(format!("{lost} of {served} closed")),
             },
         )
         .await;
-        assert_eq!(monitor.peers_lost(), 6);
+        assert_eq!(monitor.peers_lost(), served);
 
         other.shutdown().await.unwrap();
         running.shutdown().await.unwrap();
