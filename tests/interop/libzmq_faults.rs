@@ -290,7 +290,7 @@ const CLAIMED_ID_FIGURES: &str = "claimed routing id figures: ";
 /// The blind claim: libzmq gives an anonymous peer of a ROUTER `0x00` and a counter started
 /// from C's `rand()`; unseeded, the first ROUTER of every process starts at `006b8b4567`, and a
 /// peer that claims it first made the next anonymous peer's arrival abort the process. The
-/// crate seeds `rand()`, so that claim misses. It shows nothing about a peer that knows where the
+/// crate calls `srand` first, so that claim misses. It shows nothing about a peer that knows where the
 /// counter is (the informed claim below aborts the process). In a process of its own, so that
 /// its responder is the process's first ROUTER, as a service's would be.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@
 //! the next one, and the security guide says what keeps such peers out.
 //!
 //! Kept for the blind case, with its side effects, which the guide states: every `rand()` user
-//! of the process is reseeded; a ROUTER made before the crate's first socket keeps the fixed
+//! of the process is restarted; a ROUTER made before the crate's first socket keeps the fixed
 //! start; a later `srand` by any C library makes the start predictable again; and musl's `rand`
 //! has no lock.
 
